@@ -1,0 +1,483 @@
+/*
+ * mnemo.h - the one public header of mnemo, a cognitive-memory runtime.
+ *
+ * mnemo stores embeddings and answers what a memory system asks of them:
+ * recall by similarity with top-k, raw similarity matrices, episodic pair
+ * scoring, trajectory resampling and row normalisation, on the CPU or a GPU.
+ *
+ * ---------------------------------------------------------------------------
+ * General rules (they hold for every function below unless it says otherwise)
+ * ---------------------------------------------------------------------------
+ * Status.     Every function that can fail returns an mnemo_status. MNEMO_OK
+ *             (0) is success; every other value is one of the MNEMO_E_* codes,
+ *             whose numbers never change. mnemo_last_error() then holds a
+ *             human-readable message naming the offending argument.
+ * Outputs.    Results are written through out-parameters. A call that fails
+ *             leaves every output buffer and every store untouched: all
+ *             arguments are checked before anything is written.
+ * Alignment.  Every data pointer (vectors, scores, ids, times, index arrays,
+ *             filters, gamma/beta) must be MNEMO_ALIGNMENT (16) byte aligned,
+ *             otherwise MNEMO_E_MISALIGNED. mnemo_alloc() returns such memory.
+ * Sizes.      Counts and shapes are uint64_t. Zero counts are accepted where
+ *             they make sense (nothing is done) and refused where they do not
+ *             (a zero dimension, k = 0). Every product of sizes is checked for
+ *             overflow (MNEMO_E_OVERFLOW).
+ * Layout.     Matrices are dense and row-major: element (i, j) of an
+ *             [rows x cols] matrix is at index i * cols + j.
+ * Enums.      Enumerations travel as int32_t; an unknown value is
+ *             MNEMO_E_INVALID_ARGUMENT.
+ * Finite.     With validation on (the default, see mnemo_runtime_options),
+ *             a NaN or infinity in any input is MNEMO_E_NON_FINITE. Whatever
+ *             the setting, a NaN score is never returned by a search.
+ * Exceptions. No C++ exception, abort or print ever leaves a mnemo function.
+ * Threading.  mnemo_last_error() is per thread. A runtime may be used from
+ *             many threads at once. A store may be searched from many threads
+ *             at once; writes (add, remove, set_bias) are exclusive and are
+ *             serialised by the store itself. A runtime must outlive its stores.
+ *
+ * Numerical contract (identical on every backend), against a float64
+ * reference computed over the same stored (rounded) values, dim <= 4096:
+ *   - EXACT cosine, and dot of unit vectors: |error| <= 1e-5;
+ *   - squared L2: relative error <= 1e-5;
+ *   - FAST precision may use reduced-precision tensor arithmetic to find
+ *     candidates, but returned scores are re-scored in EXACT mode;
+ *   - cosine with a zero-norm vector is 0;
+ *   - storage in f16/bf16 is rounded to nearest even; arithmetic accumulates
+ *     in f32 or wider.
+ */
+#ifndef MNEMO_H
+#define MNEMO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define MNEMO_VERSION_MAJOR 0
+#define MNEMO_VERSION_MINOR 1
+#define MNEMO_VERSION_PATCH 0
+/* Bumped only when a change breaks binary compatibility; it is the SOVERSION. */
+#define MNEMO_ABI_VERSION 1
+
+/* Required alignment in bytes of every data pointer passed to mnemo. */
+#define MNEMO_ALIGNMENT 16
+
+/* The id written into result slots that have no candidate; never a valid id. */
+#define MNEMO_NO_ID UINT64_MAX
+
+#if defined(_WIN32)
+#define MNEMO_API
+#elif defined(__GNUC__) || defined(__clang__)
+#define MNEMO_API __attribute__((visibility("default")))
+#else
+#define MNEMO_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes (pinned forever: new codes are only ever appended)           */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t mnemo_status;
+
+enum mnemo_status_code {
+  MNEMO_OK = 0,
+  /* An argument has a value outside its domain (unknown enum, zero dim, k = 0,
+     struct_size too small, overlapping buffers, ...). */
+  MNEMO_E_INVALID_ARGUMENT = 1,
+  /* A required pointer is NULL. */
+  MNEMO_E_NULL_POINTER = 2,
+  /* A data pointer is not MNEMO_ALIGNMENT-byte aligned. */
+  MNEMO_E_MISALIGNED = 3,
+  /* A product of sizes overflows 64 bits or the address space. */
+  MNEMO_E_OVERFLOW = 4,
+  /* An index or id is outside its valid range (pair index >= n_items, the
+     reserved id MNEMO_NO_ID, a device id that does not exist). */
+  MNEMO_E_OUT_OF_RANGE = 5,
+  /* An input holds NaN or infinity (validation on). */
+  MNEMO_E_NON_FINITE = 6,
+  /* Source times of a resampling row decrease. */
+  MNEMO_E_NOT_SORTED = 7,
+  /* A dtype is unknown or not accepted for this argument. */
+  MNEMO_E_DTYPE = 8,
+  /* Shapes disagree (a vector of the wrong dimension, a filter bitmap whose
+     length is not the store's slot count). */
+  MNEMO_E_SHAPE = 9,
+  /* Host or device memory could not be allocated. */
+  MNEMO_E_OUT_OF_MEMORY = 10,
+  /* The requested backend is not available (no module, no GPU, no driver). */
+  MNEMO_E_BACKEND_UNAVAILABLE = 11,
+  /* A backend failed while executing (a CUDA error, for example). */
+  MNEMO_E_BACKEND = 12,
+  /* The id is not in the store. */
+  MNEMO_E_NOT_FOUND = 13,
+  /* A file could not be read or written. */
+  MNEMO_E_IO = 14,
+  /* A store file is damaged, truncated or of an unknown format. */
+  MNEMO_E_CORRUPT = 15,
+  /* The operation is valid but not supported by this build or backend. */
+  MNEMO_E_UNSUPPORTED = 16,
+  /* A bug in mnemo: please report it with the message. */
+  MNEMO_E_INTERNAL = 17
+};
+
+/* Static name of a status ("MNEMO_OK", "MNEMO_E_MISALIGNED", ...); never NULL
+   ("MNEMO_E_UNKNOWN" for a value that is not a status). */
+MNEMO_API const char* mnemo_status_name(mnemo_status status);
+
+/* Message of the last failure on the calling thread; "" if none. The text
+   stays valid until the next mnemo call on this thread. Successful calls do
+   not clear it. */
+MNEMO_API const char* mnemo_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum mnemo_dtype {
+  MNEMO_DTYPE_F32 = 1,
+  MNEMO_DTYPE_F16 = 2,  /* IEEE 754 binary16 */
+  MNEMO_DTYPE_BF16 = 3, /* bfloat16: the upper half of a binary32 */
+  MNEMO_DTYPE_F64 = 4,  /* resampling times only */
+  MNEMO_DTYPE_U32 = 5,  /* pair indices only */
+  MNEMO_DTYPE_U64 = 6   /* pair indices only */
+};
+
+/* Similarity metrics. Cosine and dot are similarities (higher is better);
+   squared L2 is a distance (lower is better). */
+enum mnemo_metric {
+  MNEMO_METRIC_COSINE = 1,
+  MNEMO_METRIC_DOT = 2,
+  MNEMO_METRIC_L2SQ = 3
+};
+
+enum mnemo_backend {
+  MNEMO_BACKEND_AUTO = 0, /* GPU for large work when one is usable, else CPU */
+  MNEMO_BACKEND_CPU = 1,
+  MNEMO_BACKEND_CUDA = 2 /* an error if no usable GPU: never a silent fallback */
+};
+
+enum mnemo_precision {
+  MNEMO_PRECISION_EXACT = 0, /* no reduced-precision arithmetic */
+  MNEMO_PRECISION_FAST = 1   /* tensor cores allowed; final scores re-scored */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Library information and memory                                           */
+/* ------------------------------------------------------------------------ */
+
+/* "MAJOR.MINOR.PATCH" of the loaded library. */
+MNEMO_API const char* mnemo_version(void);
+
+/* MNEMO_ABI_VERSION of the loaded library; compare it with the header's. */
+MNEMO_API uint32_t mnemo_abi_version(void);
+
+/* One line describing the build: version, ABI, compiler, backends built,
+   CPU SIMD level, CUDA architectures of the module (if any). Static text. */
+MNEMO_API const char* mnemo_build_info(void);
+
+/* Allocates `bytes` (> 0) of host memory aligned to MNEMO_ALIGNMENT into *out.
+   Errors: NULL_POINTER (out), INVALID_ARGUMENT (bytes = 0), OUT_OF_MEMORY. */
+MNEMO_API mnemo_status mnemo_alloc(uint64_t bytes, void** out);
+
+/* Frees memory from mnemo_alloc. NULL is accepted and ignored. */
+MNEMO_API void mnemo_free(void* ptr);
+
+/* ------------------------------------------------------------------------ */
+/* Runtime                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct mnemo_runtime mnemo_runtime;
+
+/* Options of a runtime. Always initialise with mnemo_runtime_options_default()
+   and change fields afterwards; the struct only ever grows at the end. */
+typedef struct mnemo_runtime_options {
+  uint32_t struct_size; /* sizeof(mnemo_runtime_options), set by the default */
+  int32_t backend;      /* enum mnemo_backend; default AUTO */
+  int32_t precision;    /* enum mnemo_precision; default EXACT */
+  int32_t device_id;    /* CUDA device ordinal; default 0 */
+  uint32_t num_threads; /* CPU threads; 0 = one per available core */
+  uint32_t validate;    /* 1 = refuse NaN/Inf inputs (default), 0 = skip */
+  uint64_t workspace_bytes; /* GPU scratch bound; 0 = default (1 GiB) */
+} mnemo_runtime_options;
+
+MNEMO_API mnemo_runtime_options mnemo_runtime_options_default(void);
+
+/* Creates a runtime. opts may be NULL (defaults).
+   Errors: NULL_POINTER (out), INVALID_ARGUMENT (struct_size smaller than the
+   first version of the struct, unknown backend or precision, validate not 0
+   or 1), OUT_OF_RANGE (device_id), BACKEND_UNAVAILABLE (backend CUDA without
+   a usable GPU; the message says why), OUT_OF_MEMORY.
+   Thread safety: may be called from any thread. */
+MNEMO_API mnemo_status mnemo_runtime_create(const mnemo_runtime_options* opts,
+                                            mnemo_runtime** out);
+
+/* Destroys a runtime; NULL is accepted. All its stores must be destroyed
+   first. Must not run concurrently with other calls on the same runtime. */
+MNEMO_API void mnemo_runtime_destroy(mnemo_runtime* rt);
+
+/* What a runtime is and why. */
+typedef struct mnemo_runtime_report {
+  uint32_t struct_size;      /* set by the caller to sizeof(mnemo_runtime_report) */
+  int32_t backend_requested; /* enum mnemo_backend as asked */
+  int32_t backend_active;    /* CPU or CUDA: where large work goes */
+  int32_t precision;         /* enum mnemo_precision */
+  int32_t device_id;         /* CUDA device in use, -1 when none */
+  uint32_t num_threads;      /* CPU threads in use */
+  uint32_t cuda_available;   /* 1 if the CUDA module loaded and sees a GPU */
+  uint32_t reserved0;        /* zero */
+  uint64_t auto_gpu_min_bytes; /* AUTO: work touching fewer bytes runs on CPU */
+  char device_name[128];     /* GPU name, or the CPU SIMD level for CPU */
+  char reason[256];          /* why this backend (and why not CUDA) */
+} mnemo_runtime_report;
+
+/* Fills *info. The caller sets info->struct_size first; a larger struct from a
+   newer header is accepted and only the known prefix is written.
+   Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small). */
+MNEMO_API mnemo_status mnemo_runtime_info(const mnemo_runtime* rt,
+                                          mnemo_runtime_report* info);
+
+/* ------------------------------------------------------------------------ */
+/* Similarity: the raw score matrix                                          */
+/* ------------------------------------------------------------------------ */
+
+/* scores[i * n + j] = metric(queries[i], targets[j]) for i < nq, j < n.
+   queries: f32 [nq x dim]; targets: [n x dim] of target_dtype (F32, F16,
+   BF16); scores: f32 [nq x n]. nq = 0 or n = 0 does nothing.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (metric, dim = 0), DTYPE,
+   OVERFLOW, NON_FINITE, BACKEND.
+   Thread safety: concurrent calls on one runtime are allowed. */
+MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric,
+                                        const float* queries, uint64_t nq,
+                                        const void* targets,
+                                        int32_t target_dtype, uint64_t n,
+                                        uint64_t dim, float* scores);
+
+/* ------------------------------------------------------------------------ */
+/* Memory store                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct mnemo_store mnemo_store;
+
+/* Creates an empty store of `dim`-dimensional vectors kept in `dtype` (F32,
+   F16 or BF16) and searched with `metric`. The store lives on the runtime's
+   backend (resident on the GPU for a CUDA runtime).
+   Errors: NULL_POINTER, INVALID_ARGUMENT (dim = 0 or > 65536, metric), DTYPE,
+   OUT_OF_MEMORY. */
+MNEMO_API mnemo_status mnemo_store_create(mnemo_runtime* rt, uint64_t dim,
+                                          int32_t dtype, int32_t metric,
+                                          mnemo_store** out);
+
+/* Destroys a store; NULL is accepted. Must not run concurrently with other
+   calls on the same store. */
+MNEMO_API void mnemo_store_destroy(mnemo_store* store);
+
+/* Adds `count` vectors with the given ids; an id already present is replaced
+   (upsert, keeping its slot and bias). Within one call a repeated id takes the
+   last vector. vectors: [count x dim] of `vectors_dtype`, which is F32 or the
+   store's dtype (F32 input to an F16/BF16 store is rounded to nearest even).
+   count = 0 does nothing.
+   Errors: NULL_POINTER, MISALIGNED, DTYPE, OVERFLOW, OUT_OF_RANGE (id =
+   MNEMO_NO_ID, naming its position), NON_FINITE, OUT_OF_MEMORY. On error the
+   store is unchanged. Thread safety: exclusive (waits for running searches). */
+MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids,
+                                       const void* vectors,
+                                       int32_t vectors_dtype, uint64_t count);
+
+/* Removes the given ids; ids not present are ignored. *removed (may be NULL)
+   receives how many were present. Removal frees the slot; slots are compacted
+   when removed slots exceed a quarter of all slots, which renumbers slots.
+   Errors: NULL_POINTER (ids with count > 0), MISALIGNED.
+   Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store,
+                                          const uint64_t* ids, uint64_t count,
+                                          uint64_t* removed);
+
+/* Number of live vectors. */
+MNEMO_API mnemo_status mnemo_store_count(const mnemo_store* store,
+                                         uint64_t* out);
+
+/* Dimension, storage dtype and metric of the store; any out may be NULL. */
+MNEMO_API mnemo_status mnemo_store_shape(const mnemo_store* store,
+                                         uint64_t* dim, int32_t* dtype,
+                                         int32_t* metric);
+
+/* Copies the stored (rounded) vector of `id` as f32 into out [dim].
+   Errors: NULL_POINTER, MISALIGNED, NOT_FOUND. */
+MNEMO_API mnemo_status mnemo_store_get(const mnemo_store* store, uint64_t id,
+                                       float* out);
+
+/* Slots: every live vector occupies a slot in [0, slot_count). A slot is
+   stable until a remove compacts the store (see mnemo_store_remove); a new id
+   takes a fresh slot at the end. Slots index the bitmap filter. */
+MNEMO_API mnemo_status mnemo_store_slot_count(const mnemo_store* store,
+                                              uint64_t* out);
+/* Errors: NULL_POINTER, NOT_FOUND. */
+MNEMO_API mnemo_status mnemo_store_slot_of(const mnemo_store* store,
+                                           uint64_t id, uint64_t* slot);
+
+/* Sets the additive bias (activation: recency, importance...) of each id; a
+   memory's bias starts at 0 and survives upserts. biases: f32 [count].
+   Errors: NULL_POINTER, MISALIGNED, NOT_FOUND (naming the position),
+   NON_FINITE. On error no bias changes. Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_set_bias(mnemo_store* store,
+                                            const uint64_t* ids,
+                                            const float* biases,
+                                            uint64_t count);
+
+enum mnemo_filter_kind {
+  MNEMO_FILTER_NONE = 0,
+  MNEMO_FILTER_IDS = 1,        /* allow-list of ids (unknown ids ignored) */
+  MNEMO_FILTER_SLOT_BITMAP = 2 /* bit s of word s/64 set = slot s allowed */
+};
+
+/* Search options. Initialise with mnemo_search_options_default(). */
+typedef struct mnemo_search_options {
+  uint32_t struct_size; /* sizeof(mnemo_search_options) */
+  int32_t filter_kind;  /* enum mnemo_filter_kind; default NONE */
+  /* MNEMO_FILTER_IDS: filter_ids [filter_count].
+     MNEMO_FILTER_SLOT_BITMAP: filter_bitmap [ceil(filter_count / 64)] with
+     filter_count equal to mnemo_store_slot_count (else MNEMO_E_SHAPE). */
+  const uint64_t* filter_ids;
+  const uint64_t* filter_bitmap;
+  uint64_t filter_count;
+  /* 1 = rank by score + bias (cosine, dot) or distance - bias (L2), so a
+     positive bias always favours a memory; returned scores include it. */
+  uint32_t apply_bias;
+  uint32_t reserved0; /* zero */
+} mnemo_search_options;
+
+MNEMO_API mnemo_search_options mnemo_search_options_default(void);
+
+/* k nearest stored vectors for each of nq queries (f32 [nq x dim]).
+   ids: [nq x k], scores: f32 [nq x k]; row i holds query i's results, best
+   first (highest cosine/dot, lowest squared L2), ties broken by the smaller
+   id, so results are deterministic. Any k >= 1 is accepted: when fewer than k
+   candidates exist the remaining slots get id MNEMO_NO_ID and score NaN.
+   Vectors whose score is NaN are never returned. opts may be NULL.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (k = 0, filter kind,
+   struct_size), SHAPE (bitmap length), OVERFLOW (nq * k), NON_FINITE.
+   Thread safety: concurrent searches allowed. */
+MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store,
+                                          const float* queries, uint64_t nq,
+                                          uint64_t k,
+                                          const mnemo_search_options* opts,
+                                          uint64_t* ids, float* scores);
+
+/* Writes the store to `path` (a versioned binary format with a checksum per
+   section): to a temporary file in the same folder, flushed to disk, then
+   renamed over `path`, so a crash never leaves a half-written store.
+   Errors: NULL_POINTER, IO. Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store,
+                                        const char* path);
+
+/* Opens a store saved by mnemo_store_save on runtime rt.
+   Errors: NULL_POINTER, IO (cannot open or read), CORRUPT (bad magic,
+   unknown version, checksum mismatch, truncation, inconsistent counts; the
+   message says which), OUT_OF_MEMORY. Nothing is returned on error. */
+MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path,
+                                        mnemo_store** out);
+
+/* ------------------------------------------------------------------------ */
+/* Pair scoring                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* scores[p] = metric(table[src[p]], table[tgt[p]]) for p < n_pairs, in input
+   order. table: [n_items x dim] of table_dtype (F32, F16, BF16); src, tgt:
+   [n_pairs] of index_dtype (U32 or U64); scores: f32 [n_pairs]. Repeated
+   pairs and src = tgt are allowed. n_pairs = 0 does nothing.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (metric, dim = 0), DTYPE,
+   OVERFLOW, OUT_OF_RANGE (an index >= n_items; the message names the pair
+   position), NON_FINITE (table). Nothing is written on error. */
+MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric,
+                                         const void* table, int32_t table_dtype,
+                                         uint64_t n_items, uint64_t dim,
+                                         const void* src, const void* tgt,
+                                         int32_t index_dtype, uint64_t n_pairs,
+                                         float* scores);
+
+/* ------------------------------------------------------------------------ */
+/* Trajectory resampling                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Optional per-row valid lengths. Initialise with
+   mnemo_resample_options_default(). */
+typedef struct mnemo_resample_options {
+  uint32_t struct_size; /* sizeof(mnemo_resample_options) */
+  uint32_t reserved0;   /* zero */
+  /* NULL = every row has n_src samples. Else src_lengths[b] in [1, n_src]:
+     only the first src_lengths[b] samples and times of row b are used. */
+  const uint64_t* src_lengths;
+  /* NULL = every row has n_tgt targets. Else tgt_lengths[b] in [0, n_tgt]:
+     targets past it are not read and their output rows are set to zero. */
+  const uint64_t* tgt_lengths;
+} mnemo_resample_options;
+
+MNEMO_API mnemo_resample_options mnemo_resample_options_default(void);
+
+/* Linear interpolation of trajectories at new times.
+   data: [batch x n_src x dim] of data_dtype (F32, F16, BF16);
+   src_times: [batch x n_src], tgt_times: [batch x n_tgt], both of time_dtype
+   (F32 or F64); out: [batch x n_tgt x dim] of data_dtype.
+   Per row, with S valid source times t_0 <= t_1 <= ... <= t_{S-1} (checked)
+   and a target time t (targets may come in any order):
+     - S = 1: the output is sample 0;
+     - else i = the largest index in [0, S-2] with t_i <= t, or 0 if t < t_0;
+       w = (t - t_i) / (t_{i+1} - t_i) computed in time_dtype and clamped to
+       [0, 1], or w = 0 when t_{i+1} = t_i (equal neighbouring times take the
+       left sample);
+     - out = fma(w, b - a, a) in f32 with a = sample i, b = sample i+1, except
+       that w = 0 gives a and w = 1 gives b exactly; the result is rounded to
+       data_dtype.
+   So targets before the first time take the first sample and targets after
+   the last time the last sample (or the left one of equal final times).
+   opts may be NULL.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (n_src = 0, dim = 0, a
+   length out of range), DTYPE, OVERFLOW, NOT_SORTED (names row and index),
+   NON_FINITE (data or times). `out` must not overlap the inputs
+   (INVALID_ARGUMENT). */
+MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data,
+                                      int32_t data_dtype, uint64_t batch,
+                                      uint64_t n_src, uint64_t dim,
+                                      const void* src_times,
+                                      const void* tgt_times, int32_t time_dtype,
+                                      uint64_t n_tgt,
+                                      const mnemo_resample_options* opts,
+                                      void* out);
+
+/* ------------------------------------------------------------------------ */
+/* Row normalisation                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* out[i] = in[i] / ||in[i]||_2 for each row of [rows x dim] in `dtype` (F32,
+   F16, BF16); a zero row stays zero. in == out (in place) is allowed; any
+   other overlap is INVALID_ARGUMENT.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT, DTYPE, OVERFLOW,
+   NON_FINITE. */
+MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in,
+                                            void* out, int32_t dtype,
+                                            uint64_t rows, uint64_t dim);
+
+/* LayerNorm over each row: out = (x - mean) / sqrt(var + eps) * gamma + beta,
+   with the biased variance (divided by dim), statistics in f32 or wider.
+   When var + eps is 0 (a constant row with eps = 0) the row becomes beta.
+   gamma, beta: f32 [dim], each may be NULL (ones / zeros). eps must be finite
+   and >= 0; In place (in == out) is
+   allowed; other overlap is INVALID_ARGUMENT.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT, DTYPE, OVERFLOW,
+   NON_FINITE. */
+MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in,
+                                        void* out, int32_t dtype, uint64_t rows,
+                                        uint64_t dim, const float* gamma,
+                                        const float* beta, float eps);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MNEMO_H */

@@ -1,0 +1,38 @@
+// mnemo_similarity: the raw score matrix.
+#include "arg_checks.h"
+#include "barrier.h"
+#include "core/checked.h"
+#include "mnemo.h"
+
+using namespace mnemo;
+
+extern "C" MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric, const float* queries,
+                                                   uint64_t nq, const void* targets, int32_t target_dtype,
+                                                   uint64_t n, uint64_t dim, float* scores) {
+  return cabi::guarded("mnemo_similarity", [&] {
+    Runtime& r = cabi::runtime_of(rt);
+    SimilarityArgs a;
+    a.metric = cabi::metric_of(metric);
+    const DType dt = cabi::storage_dtype(target_dtype, "target_dtype");
+    cabi::need_positive(dim, "dim");
+    cabi::need_data(queries, "queries");
+    cabi::need_data(targets, "targets");
+    cabi::need_data(scores, "scores");
+    const uint64_t q_elems = checked_mul(nq, dim, "queries");
+    const uint64_t t_elems = checked_mul(n, dim, "targets");
+    const uint64_t s_elems = checked_mul(nq, n, "scores");
+    checked_bytes(checked_mul(q_elems, 4, "queries"), "queries");
+    checked_bytes(checked_mul(t_elems, dtype_size(dt), "targets"), "targets");
+    checked_bytes(checked_mul(s_elems, 4, "scores"), "scores");
+    if (nq == 0 || n == 0) return;
+    cabi::need_disjoint(scores, s_elems * 4, queries, q_elems * 4, "scores and queries", false);
+    cabi::need_disjoint(scores, s_elems * 4, targets, t_elems * dtype_size(dt), "scores and targets", false);
+    cabi::need_finite(r, queries, DType::f32, q_elems, "queries");
+    cabi::need_finite(r, targets, dt, t_elems, "targets");
+    a.queries = queries;
+    a.nq = nq;
+    a.targets = MatrixView{targets, dt, n, dim};
+    a.scores = scores;
+    r.pick(t_elems * dtype_size(dt) + s_elems * 4).similarity(a);
+  });
+}

@@ -1,0 +1,16 @@
+# MNEMO_CUDA: AUTO builds the module when a CUDA compiler is found, ON requires
+# one, OFF never builds it. libmnemo.so itself never links CUDA either way.
+set(MNEMO_CUDA_ENABLED OFF)
+if(NOT MNEMO_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+    endif()
+    enable_language(CUDA)
+    set(MNEMO_CUDA_ENABLED ON)
+  elseif(MNEMO_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "MNEMO_CUDA=ON but no CUDA compiler was found (install the CUDA toolkit or set CMAKE_CUDA_COMPILER)")
+  endif()
+endif()

@@ -1,0 +1,117 @@
+// The interface every backend implements: the CPU one inside libmnemo.so and
+// the CUDA one in its own module. Arguments arrive fully validated (cabi
+// checks them), so a backend only computes; it throws mnemo::Error on a
+// failure of its own (a device error, an allocation).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tensor.h"
+
+namespace mnemo {
+
+// Bumped whenever this interface or the argument structs change; the loader
+// refuses a module built against another value.
+constexpr int32_t kModuleInterfaceVersion = 1;
+
+enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
+enum class Precision : int32_t { exact = 0, fast = 1 };
+
+struct BackendConfig {
+  Precision precision = Precision::exact;
+  int32_t device_id = 0;
+  uint32_t num_threads = 0;  // resolved, > 0
+  uint64_t workspace_bytes = 0;
+};
+
+struct SimilarityArgs {
+  Metric metric = Metric::cosine;
+  const float* queries = nullptr;  // [nq x targets.cols]
+  uint64_t nq = 0;
+  MatrixView targets;
+  float* scores = nullptr;  // [nq x targets.rows]
+};
+
+struct PairsArgs {
+  Metric metric = Metric::cosine;
+  MatrixView table;
+  const void* src = nullptr;
+  const void* tgt = nullptr;
+  DType index_dtype = DType::u32;
+  uint64_t n_pairs = 0;
+  float* scores = nullptr;
+};
+
+struct ResampleArgs {
+  const void* data = nullptr;
+  DType data_dtype = DType::f32;
+  uint64_t batch = 0, n_src = 0, dim = 0, n_tgt = 0;
+  const void* src_times = nullptr;
+  const void* tgt_times = nullptr;
+  DType time_dtype = DType::f32;
+  const uint64_t* src_lengths = nullptr;  // optional [batch]
+  const uint64_t* tgt_lengths = nullptr;  // optional [batch]
+  void* out = nullptr;
+};
+
+struct NormArgs {
+  const void* in = nullptr;
+  void* out = nullptr;
+  DType dtype = DType::f32;
+  uint64_t rows = 0, dim = 0;
+  // LayerNorm only.
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float eps = 0.0f;
+};
+
+// A backend's own copy of a store (device-resident vectors, for example).
+class StoreMirror {
+ public:
+  virtual ~StoreMirror() = default;
+  // Called under the store's write lock after slots [first, first + count)
+  // changed or the slot count changed (then first = 0, count = view.slots).
+  virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
+};
+
+struct SearchArgs {
+  const StoreView* store = nullptr;
+  const StoreMirror* mirror = nullptr;  // this backend's mirror, or null
+  const float* queries = nullptr;       // [nq x dim]
+  uint64_t nq = 0;
+  uint64_t k = 0;
+  const uint64_t* allow = nullptr;  // bitmap over slots; null = all allowed
+  bool apply_bias = false;
+  uint64_t* ids = nullptr;  // [nq x k]
+  float* scores = nullptr;  // [nq x k]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendKind kind() const = 0;
+  // Device or SIMD description for runtime info.
+  virtual std::string description() const = 0;
+
+  virtual void similarity(const SimilarityArgs& a) = 0;
+  virtual void search(const SearchArgs& a) = 0;
+  virtual void score_pairs(const PairsArgs& a) = 0;
+  virtual void resample(const ResampleArgs& a) = 0;
+  virtual void normalize_rows(const NormArgs& a) = 0;
+  virtual void layer_norm(const NormArgs& a) = 0;
+
+  // A mirror for a new store, or null when the backend searches host memory.
+  virtual std::unique_ptr<StoreMirror> attach_store(const StoreView& view) = 0;
+};
+
+}  // namespace mnemo
+
+// The entry points a backend module exports (C linkage so dlsym finds them).
+extern "C" {
+typedef int32_t (*mnemo_module_interface_version_fn)(void);
+// Returns 0 and a new backend, or a Code value with a reason in err.
+typedef int32_t (*mnemo_module_create_fn)(const mnemo::BackendConfig* cfg, mnemo::Backend** out, char* err,
+                                          size_t err_len);
+}

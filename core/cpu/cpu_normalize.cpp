@@ -1,0 +1,52 @@
+// Row L2-normalisation and LayerNorm. Each row's statistics are taken before
+// any of it is written, so in-place calls are safe.
+#include <cmath>
+
+#include "cpu_backend.h"
+
+namespace mnemo::cpu {
+
+void CpuBackend::normalize_rows(const NormArgs& a) {
+  const size_t esz = dtype_size(a.dtype);
+  const int64_t rows = static_cast<int64_t>(a.rows);
+#pragma omp parallel for schedule(static) num_threads(threads())
+  for (int64_t r = 0; r < rows; ++r) {
+    const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;
+    void* out = static_cast<unsigned char*>(a.out) + static_cast<uint64_t>(r) * a.dim * esz;
+    double ss = 0.0;
+    for (uint64_t d = 0; d < a.dim; ++d) {
+      const double v = load_elem(in, a.dtype, d);
+      ss += v * v;
+    }
+    const double inv = ss > 0.0 ? 1.0 / std::sqrt(ss) : 0.0;
+    for (uint64_t d = 0; d < a.dim; ++d)
+      store_elem(out, a.dtype, d, static_cast<float>(load_elem(in, a.dtype, d) * inv));
+  }
+}
+
+void CpuBackend::layer_norm(const NormArgs& a) {
+  const size_t esz = dtype_size(a.dtype);
+  const int64_t rows = static_cast<int64_t>(a.rows);
+#pragma omp parallel for schedule(static) num_threads(threads())
+  for (int64_t r = 0; r < rows; ++r) {
+    const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;
+    void* out = static_cast<unsigned char*>(a.out) + static_cast<uint64_t>(r) * a.dim * esz;
+    double sum = 0.0;
+    for (uint64_t d = 0; d < a.dim; ++d) sum += load_elem(in, a.dtype, d);
+    const double mean = sum / static_cast<double>(a.dim);
+    double var = 0.0;
+    for (uint64_t d = 0; d < a.dim; ++d) {
+      const double c = load_elem(in, a.dtype, d) - mean;
+      var += c * c;
+    }
+    var /= static_cast<double>(a.dim);
+    const double denom = var + static_cast<double>(a.eps);
+    const double rstd = denom > 0.0 ? 1.0 / std::sqrt(denom) : 0.0;
+    for (uint64_t d = 0; d < a.dim; ++d) {
+      const double g = a.gamma ? a.gamma[d] : 1.0, b = a.beta ? a.beta[d] : 0.0;
+      store_elem(out, a.dtype, d, static_cast<float>((load_elem(in, a.dtype, d) - mean) * rstd * g + b));
+    }
+  }
+}
+
+}  // namespace mnemo::cpu

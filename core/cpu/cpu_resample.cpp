@@ -1,0 +1,87 @@
+// Trajectory resampling by linear interpolation, with the clamping and
+// equal-time rules of mnemo.h spelled out in interval_of().
+#include <cmath>
+#include <cstring>
+
+#include "cpu_backend.h"
+
+namespace mnemo::cpu {
+
+namespace {
+
+// Interval and weight for target t over times[0..S): i in [0, S-2] is the
+// last index with times[i] <= t (0 if none); w in [0, 1].
+template <class T>
+inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) {
+  uint64_t lo = 0, hi = S - 1;  // invariant: answer in [lo, hi - 1]
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (times[mid] <= t)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  i = lo;
+  const T t0 = times[lo], t1 = times[lo + 1];
+  if (!(t1 > t0)) {
+    w = 0.0f;
+    return;
+  }
+  T r = (t - t0) / (t1 - t0);
+  r = r < T(0) ? T(0) : (r > T(1) ? T(1) : r);
+  w = static_cast<float>(r);
+}
+
+template <class T>
+void run(const CpuBackend& be, const ResampleArgs& a) {
+  const size_t esz = dtype_size(a.data_dtype);
+  const uint64_t D = a.dim;
+  const auto* data = static_cast<const unsigned char*>(a.data);
+  auto* out = static_cast<unsigned char*>(a.out);
+  const T* st = static_cast<const T*>(a.src_times);
+  const T* tt = static_cast<const T*>(a.tgt_times);
+  const int64_t total = static_cast<int64_t>(a.batch * a.n_tgt);
+#pragma omp parallel for schedule(static) num_threads(be.threads())
+  for (int64_t bt = 0; bt < total; ++bt) {
+    const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
+    void* dst = out + (b * a.n_tgt + t) * D * esz;
+    const uint64_t S = a.src_lengths ? a.src_lengths[b] : a.n_src;
+    const uint64_t T_valid = a.tgt_lengths ? a.tgt_lengths[b] : a.n_tgt;
+    if (t >= T_valid) {
+      std::memset(dst, 0, D * esz);
+      continue;
+    }
+    const unsigned char* row = data + b * a.n_src * D * esz;
+    if (S == 1) {
+      std::memcpy(dst, row, D * esz);
+      continue;
+    }
+    uint64_t i;
+    float w;
+    interval_of<T>(st + b * a.n_src, S, tt[b * a.n_tgt + t], i, w);
+    const void* pa = row + i * D * esz;
+    const void* pb = row + (i + 1) * D * esz;
+    // The end weights copy a sample exactly, whatever its dtype.
+    if (w == 0.0f) {
+      std::memcpy(dst, pa, D * esz);
+    } else if (w == 1.0f) {
+      std::memcpy(dst, pb, D * esz);
+    } else {
+      for (uint64_t d = 0; d < D; ++d) {
+        const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);
+        store_elem(dst, a.data_dtype, d, std::fma(w, y - x, x));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::resample(const ResampleArgs& a) {
+  if (a.time_dtype == DType::f64)
+    run<double>(*this, a);
+  else
+    run<float>(*this, a);
+}
+
+}  // namespace mnemo::cpu

@@ -1,0 +1,21 @@
+// Finds and loads a backend module (libmnemo_cuda.so) with dlopen.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend.h"
+
+namespace mnemo {
+
+struct LoadedModule {
+  void* handle = nullptr;  // dlopen handle, kept open for the process lifetime
+  mnemo_module_create_fn create = nullptr;
+  std::string path;
+};
+
+// Looks in $MNEMO_BACKEND_DIR, then next to libmnemo.so. Returns false with
+// a reason (not found, unloadable, interface version mismatch).
+bool load_module(const char* file_name, LoadedModule& out, std::string& reason);
+
+}  // namespace mnemo

@@ -1,0 +1,65 @@
+#include "runtime.h"
+
+#include <thread>
+
+#include "backend_registry.h"
+#include "error.h"
+
+namespace mnemo {
+
+namespace {
+uint32_t resolve_threads(uint32_t asked) {
+  if (asked > 0) return asked;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? hw : 1;
+}
+}  // namespace
+
+Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
+  opts_.num_threads = resolve_threads(opts.num_threads);
+  if (opts_.workspace_bytes == 0) opts_.workspace_bytes = kDefaultWorkspaceBytes;
+  BackendConfig cfg;
+  cfg.precision = opts_.precision;
+  cfg.device_id = opts_.device_id;
+  cfg.num_threads = opts_.num_threads;
+  cfg.workspace_bytes = opts_.workspace_bytes;
+  cpu_ = make_cpu_backend(cfg);
+  if (opts_.backend == BackendKind::cpu) {
+    reason_ = "CPU backend requested";
+    return;
+  }
+  std::string why;
+  gpu_ = make_cuda_backend(cfg, why);
+  if (opts_.backend == BackendKind::cuda) {
+    if (!gpu_) fail(Code::backend_unavailable, why);
+    reason_ = "CUDA backend requested";
+  } else if (gpu_) {
+    reason_ = "AUTO: GPU available; work under " + std::to_string(kAutoGpuMinBytes) + " bytes runs on the CPU";
+  } else {
+    reason_ = "AUTO: using the CPU because " + why;
+  }
+}
+
+Runtime::~Runtime() = default;
+
+Backend& Runtime::pick(uint64_t work_bytes) const {
+  if (!gpu_) return *cpu_;
+  if (opts_.backend == BackendKind::cuda) return *gpu_;
+  return work_bytes >= kAutoGpuMinBytes ? *gpu_ : *cpu_;
+}
+
+RuntimeReport Runtime::report() const {
+  RuntimeReport r;
+  r.requested = opts_.backend;
+  r.active = gpu_ ? BackendKind::cuda : BackendKind::cpu;
+  r.precision = opts_.precision;
+  r.device_id = gpu_ ? opts_.device_id : -1;
+  r.num_threads = opts_.num_threads;
+  r.cuda_available = gpu_ != nullptr;
+  r.auto_gpu_min_bytes = opts_.backend == BackendKind::automatic && gpu_ ? kAutoGpuMinBytes : 0;
+  r.device_name = gpu_ ? gpu_->description() : cpu_->description();
+  r.reason = reason_;
+  return r;
+}
+
+}  // namespace mnemo

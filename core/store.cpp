@@ -1,0 +1,214 @@
+#include "store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "checked.h"
+#include "cpu/row_ops.h"
+#include "error.h"
+
+namespace mnemo {
+
+Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric)
+    : rt_(rt), dim_(dim), dtype_(dtype), metric_(metric), row_bytes_(dim * dtype_size(dtype)) {
+  mirror_ = rt_.store_home().attach_store(view());
+}
+
+Store::~Store() = default;
+
+StoreView Store::view() const {
+  StoreView v;
+  v.vectors = vectors_.data();
+  v.dtype = dtype_;
+  v.metric = metric_;
+  v.dim = dim_;
+  v.slots = slot_ids_.size();
+  v.ids = slot_ids_.data();
+  v.norms = norms_.data();
+  v.biases = biases_.data();
+  return v;
+}
+
+void Store::mirror_update(uint64_t first, uint64_t count) {
+  if (mirror_) mirror_->update(view(), first, count);
+}
+
+void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
+  if (count == 0) return;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  // Plan first: which ids are new (repeated ids in the batch count once), so
+  // every allocation happens before the store changes.
+  std::unordered_map<uint64_t, uint64_t> fresh;  // id -> new slot
+  const uint64_t old_slots = slot_ids_.size();
+  for (uint64_t i = 0; i < count; ++i)
+    if (!slot_of_.count(ids[i]) && !fresh.count(ids[i])) fresh.emplace(ids[i], old_slots + fresh.size());
+  const uint64_t new_slots = old_slots + fresh.size();
+  vectors_.reserve(checked_bytes(checked_mul(new_slots, row_bytes_, "store size"), "store size"));
+  slot_ids_.reserve(new_slots);
+  norms_.reserve(new_slots);
+  biases_.reserve(new_slots);
+  slot_of_.reserve(slot_of_.size() + fresh.size());
+  std::vector<uint64_t> touched(count);
+
+  // Commit: nothing below allocates except the (reserved) containers.
+  vectors_.resize(new_slots * row_bytes_);
+  slot_ids_.resize(new_slots, kNoId);
+  norms_.resize(new_slots, 0.0f);
+  biases_.resize(new_slots, 0.0f);
+  for (const auto& [id, slot] : fresh) slot_ids_[slot] = id;
+  slot_of_.merge(fresh);  // moves the nodes: no allocation after the plan
+  const size_t in_row = dim_ * dtype_size(vdt);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t slot = slot_of_.at(ids[i]);
+    unsigned char* dst = vectors_.data() + slot * row_bytes_;
+    convert(static_cast<const unsigned char*>(vectors) + i * in_row, vdt, dst, dtype_, dim_);
+    norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
+    touched[i] = slot;
+  }
+  if (mirror_) {
+    if (new_slots != old_slots) {
+      mirror_update(0, new_slots);
+    } else {
+      const auto [lo, hi] = std::minmax_element(touched.begin(), touched.end());
+      mirror_update(*lo, *hi - *lo + 1);
+    }
+  }
+}
+
+uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  uint64_t removed = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    auto it = slot_of_.find(ids[i]);
+    if (it == slot_of_.end()) continue;
+    const uint64_t slot = it->second;
+    slot_ids_[slot] = kNoId;
+    biases_[slot] = 0.0f;
+    slot_of_.erase(it);
+    ++dead_;
+    ++removed;
+  }
+  if (removed == 0) return 0;
+  if (dead_ * 4 > slot_ids_.size())
+    compact();
+  else
+    mirror_update(0, slot_ids_.size());
+  return removed;
+}
+
+void Store::compact() {
+  // Stable: live slots keep their relative order, so results do not move
+  // among equal scores beyond the tie rule (which is by id anyway).
+  uint64_t w = 0;
+  for (uint64_t r = 0; r < slot_ids_.size(); ++r) {
+    if (slot_ids_[r] == kNoId) continue;
+    if (w != r) {
+      std::memmove(vectors_.data() + w * row_bytes_, vectors_.data() + r * row_bytes_, row_bytes_);
+      slot_ids_[w] = slot_ids_[r];
+      norms_[w] = norms_[r];
+      biases_[w] = biases_[r];
+      slot_of_[slot_ids_[w]] = w;
+    }
+    ++w;
+  }
+  slot_ids_.resize(w);
+  norms_.resize(w);
+  biases_.resize(w);
+  vectors_.resize(w * row_bytes_);
+  dead_ = 0;
+  mirror_update(0, w);
+}
+
+uint64_t Store::count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return slot_of_.size();
+}
+
+uint64_t Store::slot_count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return slot_ids_.size();
+}
+
+bool Store::slot_of(uint64_t id, uint64_t& slot) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_of_.find(id);
+  if (it == slot_of_.end()) return false;
+  slot = it->second;
+  return true;
+}
+
+bool Store::get(uint64_t id, float* out) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_of_.find(id);
+  if (it == slot_of_.end()) return false;
+  convert(vectors_.data() + it->second * row_bytes_, dtype_, out, DType::f32, dim_);
+  return true;
+}
+
+void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::vector<uint64_t> slots(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    auto it = slot_of_.find(ids[i]);
+    if (it == slot_of_.end())
+      fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
+    slots[i] = it->second;
+  }
+  if (count == 0) return;
+  for (uint64_t i = 0; i < count; ++i) biases_[slots[i]] = biases[i];
+  const auto [lo, hi] = std::minmax_element(slots.begin(), slots.end());
+  mirror_update(*lo, *hi - *lo + 1);
+}
+
+void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
+                   uint64_t* out_ids, float* out_scores) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  const uint64_t slots = slot_ids_.size();
+  std::vector<uint64_t> allow;
+  const uint64_t* allow_ptr = nullptr;
+  if (filter.kind == FilterKind::slot_bitmap) {
+    if (filter.count != slots)
+      fail(Code::shape, "filter bitmap covers " + std::to_string(filter.count) + " slots but the store has " +
+                            std::to_string(slots) + " (see mnemo_store_slot_count)");
+    allow_ptr = filter.bitmap;
+  } else if (filter.kind == FilterKind::ids) {
+    allow.assign((slots + 63) / 64, 0);
+    for (uint64_t i = 0; i < filter.count; ++i) {
+      auto it = slot_of_.find(filter.ids[i]);
+      if (it != slot_of_.end()) allow[it->second >> 6] |= uint64_t{1} << (it->second & 63);
+    }
+    allow_ptr = allow.data();
+  }
+  const StoreView v = view();
+  Backend& be = rt_.pick(slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  SearchArgs a;
+  a.store = &v;
+  a.mirror = (&be == &rt_.store_home()) ? mirror_.get() : nullptr;
+  a.queries = queries;
+  a.nq = nq;
+  a.k = k;
+  a.allow = allow_ptr;
+  a.apply_bias = apply_bias;
+  a.ids = out_ids;
+  a.scores = out_scores;
+  be.search(a);
+}
+
+StoreContents Store::snapshot() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  StoreContents c{dim_, dtype_, metric_, {}, {}, {}};
+  c.ids.reserve(slot_of_.size());
+  c.vectors.reserve(slot_of_.size() * row_bytes_);
+  c.biases.reserve(slot_of_.size());
+  for (uint64_t s = 0; s < slot_ids_.size(); ++s) {
+    if (slot_ids_[s] == kNoId) continue;
+    c.ids.push_back(slot_ids_[s]);
+    const unsigned char* row = vectors_.data() + s * row_bytes_;
+    c.vectors.insert(c.vectors.end(), row, row + row_bytes_);
+    c.biases.push_back(biases_[s]);
+  }
+  return c;
+}
+
+}  // namespace mnemo
