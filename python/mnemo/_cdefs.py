@@ -1,0 +1,125 @@
+"""ctypes mirrors of the structs and function prototypes of mnemo.h."""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import (POINTER, Structure, c_char, c_char_p, c_float, c_int32,
+                    c_uint32, c_uint64, c_void_p)
+
+c_status = c_int32
+
+
+class RuntimeOptions(Structure):
+    """struct mnemo_runtime_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("backend", c_int32),
+        ("precision", c_int32),
+        ("device_id", c_int32),
+        ("num_threads", c_uint32),
+        ("validate", c_uint32),
+        ("workspace_bytes", c_uint64),
+    ]
+
+
+class RuntimeReport(Structure):
+    """struct mnemo_runtime_report."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("backend_requested", c_int32),
+        ("backend_active", c_int32),
+        ("precision", c_int32),
+        ("device_id", c_int32),
+        ("num_threads", c_uint32),
+        ("cuda_available", c_uint32),
+        ("reserved0", c_uint32),
+        ("auto_gpu_min_bytes", c_uint64),
+        ("device_name", c_char * 128),
+        ("reason", c_char * 256),
+    ]
+
+
+class SearchOptions(Structure):
+    """struct mnemo_search_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("filter_kind", c_int32),
+        ("filter_ids", c_void_p),
+        ("filter_bitmap", c_void_p),
+        ("filter_count", c_uint64),
+        ("apply_bias", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+class ResampleOptions(Structure):
+    """struct mnemo_resample_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("reserved0", c_uint32),
+        ("src_lengths", c_void_p),
+        ("tgt_lengths", c_void_p),
+    ]
+
+
+# Handles are opaque; c_void_p keeps them as plain ints on the Python side.
+_H = c_void_p
+_P = c_void_p  # any data pointer
+_U64 = c_uint64
+_I32 = c_int32
+
+# name: (restype, argtypes)
+PROTOTYPES = {
+    "mnemo_status_name": (c_char_p, [c_status]),
+    "mnemo_last_error": (c_char_p, []),
+    "mnemo_version": (c_char_p, []),
+    "mnemo_abi_version": (c_uint32, []),
+    "mnemo_build_info": (c_char_p, []),
+    "mnemo_alloc": (c_status, [_U64, POINTER(c_void_p)]),
+    "mnemo_free": (None, [_P]),
+    "mnemo_runtime_options_default": (RuntimeOptions, []),
+    "mnemo_runtime_create": (c_status, [POINTER(RuntimeOptions), POINTER(_H)]),
+    "mnemo_runtime_destroy": (None, [_H]),
+    "mnemo_runtime_info": (c_status, [_H, POINTER(RuntimeReport)]),
+    "mnemo_similarity": (c_status, [_H, _I32, _P, _U64, _P, _I32, _U64, _U64, _P]),
+    "mnemo_store_create": (c_status, [_H, _U64, _I32, _I32, POINTER(_H)]),
+    "mnemo_store_destroy": (None, [_H]),
+    "mnemo_store_add": (c_status, [_H, _P, _P, _I32, _U64]),
+    "mnemo_store_remove": (c_status, [_H, _P, _U64, POINTER(c_uint64)]),
+    "mnemo_store_count": (c_status, [_H, POINTER(c_uint64)]),
+    "mnemo_store_shape": (c_status, [_H, POINTER(c_uint64), POINTER(c_int32),
+                                     POINTER(c_int32)]),
+    "mnemo_store_get": (c_status, [_H, _U64, _P]),
+    "mnemo_store_slot_count": (c_status, [_H, POINTER(c_uint64)]),
+    "mnemo_store_slot_of": (c_status, [_H, _U64, POINTER(c_uint64)]),
+    "mnemo_store_set_bias": (c_status, [_H, _P, _P, _U64]),
+    "mnemo_search_options_default": (SearchOptions, []),
+    "mnemo_store_search": (c_status, [_H, _P, _U64, _U64, POINTER(SearchOptions),
+                                      _P, _P]),
+    "mnemo_store_save": (c_status, [_H, c_char_p]),
+    "mnemo_store_open": (c_status, [_H, c_char_p, POINTER(_H)]),
+    "mnemo_score_pairs": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,
+                                     _I32, _U64, _P]),
+    "mnemo_resample_options_default": (ResampleOptions, []),
+    "mnemo_resample": (c_status, [_H, _P, _I32, _U64, _U64, _U64, _P, _P, _I32,
+                                  _U64, POINTER(ResampleOptions), _P]),
+    "mnemo_normalize_rows": (c_status, [_H, _P, _P, _I32, _U64, _U64]),
+    "mnemo_layer_norm": (c_status, [_H, _P, _P, _I32, _U64, _U64, _P, _P,
+                                    c_float]),
+}
+
+
+def declare(lib: ctypes.CDLL) -> None:
+    """Sets restype/argtypes of every function; raises AttributeError naming
+    the missing ones."""
+    missing = [name for name in PROTOTYPES if not hasattr(lib, name)]
+    if missing:
+        raise AttributeError("missing symbols: " + ", ".join(missing))
+    for name, (restype, argtypes) in PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
