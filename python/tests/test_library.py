@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -71,3 +72,25 @@ def test_other_abi_version_is_refused(tmp_path: Path) -> None:
     proc = _import_with({"MNEMO_LIBRARY": str(lib)})
     assert proc.returncode != 0
     assert "ABI version 2" in proc.stderr and "ABI version 1" in proc.stderr
+
+
+def test_struct_mirrors_match_library_sizes() -> None:
+    # The *_default() functions set struct_size to the library's sizeof.
+    from mnemo import _cdefs
+    lib = _lib.lib
+    assert lib.mnemo_runtime_options_default().struct_size == ctypes.sizeof(_cdefs.RuntimeOptions)
+    assert lib.mnemo_search_options_default().struct_size == ctypes.sizeof(_cdefs.SearchOptions)
+    assert (lib.mnemo_resample_options_default().struct_size
+            == ctypes.sizeof(_cdefs.ResampleOptions))
+    defaults = lib.mnemo_runtime_options_default()
+    assert (defaults.backend, defaults.precision, defaults.validate) == (0, 0, 1)
+
+
+def test_alloc_is_aligned() -> None:
+    ptr = ctypes.c_void_p()
+    for size in (1, 3, 16, 1000):
+        assert _lib.lib.mnemo_alloc(size, ctypes.byref(ptr)) == mnemo.Status.OK
+        assert ptr.value % mnemo.ALIGNMENT == 0
+        _lib.lib.mnemo_free(ptr)
+    assert _lib.lib.mnemo_alloc(0, ctypes.byref(ptr)) == mnemo.Status.E_INVALID_ARGUMENT
+    _lib.lib.mnemo_free(None)

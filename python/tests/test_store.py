@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -277,3 +278,35 @@ def test_nan_never_returned_without_validation(rng, backend) -> None:
         assert not np.any(got_ids == 1)
         assert np.all(got_ids[:, 20] == mnemo.NO_ID)
         assert not np.any(np.isnan(got_scores[:, :20]))
+
+
+def test_searches_run_alongside_writes(rt, rng) -> None:
+    store, ids, vectors = make_store(rt, rng, 500, 32)
+    queries = ref.randn(rng, (8, 32))
+    extra = ref.randn(rng, (100, 32))
+    failures = []
+
+    def search() -> None:
+        try:
+            for _ in range(50):
+                got_ids, got_scores = store.search(queries, 5)
+                assert np.all(got_ids != mnemo.NO_ID) and not np.any(np.isnan(got_scores))
+        except Exception as exc:  # reported from the main thread
+            failures.append(exc)
+
+    def write() -> None:
+        try:
+            for i in range(100):
+                store.add([10**9 + i], extra[i])  # beyond the ids of make_store
+                store.remove([int(ids[i])])
+        except Exception as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(3)] + [threading.Thread(target=write)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert store.count() == 500
+    assert np.array_equal(store.get(10**9 + 99), extra[99])
