@@ -1,0 +1,233 @@
+//! Finds or builds libmnemo for the Rust crate.
+//!
+//! * `MNEMO_LIB_DIR` set: link the prebuilt library found there (a CMake build
+//!   folder or an install prefix); `MNEMO_INCLUDE_DIR` optionally names the
+//!   folder holding `mnemo.h` (default: the bundled `cabi/include`).
+//! * Otherwise: configure and build the bundled C++/CUDA sources with CMake
+//!   into `OUT_DIR`. `MNEMO_CUDA` (AUTO, ON, OFF; default AUTO) is passed on,
+//!   so the CUDA module is built whenever nvcc is present.
+//!
+//! Either way the library folder is put in the rpath of this crate's tests,
+//! examples and binaries, so they find libmnemo.so and the CUDA module next to
+//! it without LD_LIBRARY_PATH.
+
+use std::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Lines of CMake output shown when a step fails; the rest is noise.
+const LOG_TAIL_LINES: usize = 40;
+
+fn main() {
+    for var in ["MNEMO_LIB_DIR", "MNEMO_INCLUDE_DIR", "MNEMO_CUDA", "CXX"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let bundled_include = root.join("cabi").join("include");
+
+    let (lib_dir, include_dir, prefix) = match env::var_os("MNEMO_LIB_DIR") {
+        Some(dir) if !dir.is_empty() => prebuilt(PathBuf::from(dir), &bundled_include),
+        _ => {
+            let lib_dir = build_bundled(&root);
+            let prefix = lib_dir.clone();
+            (lib_dir, bundled_include, prefix)
+        }
+    };
+
+    println!(
+        "cargo:rerun-if-changed={}",
+        include_dir.join("mnemo.h").display()
+    );
+    println!("cargo:rustc-link-search=native={}", lib_dir.display());
+    println!("cargo:rustc-link-lib=dylib=mnemo");
+    // Seen by dependents as DEP_MNEMO_INCLUDE / DEP_MNEMO_ROOT / DEP_MNEMO_LIB.
+    println!("cargo:include={}", include_dir.display());
+    println!("cargo:root={}", prefix.display());
+    println!("cargo:lib={}", lib_dir.display());
+    if env::var("CARGO_CFG_TARGET_FAMILY").as_deref() == Ok("unix") {
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib_dir.display());
+    }
+}
+
+/// Uses an already-built library; returns (lib dir, include dir, root).
+fn prebuilt(dir: PathBuf, bundled_include: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = dir.canonicalize().unwrap_or_else(|e| {
+        panic!(
+            "mnemo: MNEMO_LIB_DIR={} is not a readable folder: {e}",
+            dir.display()
+        )
+    });
+    let lib_dir = find_library(&dir).unwrap_or_else(|| {
+        panic!(
+            "mnemo: no {} under MNEMO_LIB_DIR={} (looked in it, lib/, lib64/ and a CMake build tree); \
+             build the `mnemo` CMake target first or unset MNEMO_LIB_DIR to build the bundled sources",
+            lib_file_name(),
+            dir.display()
+        )
+    });
+    println!(
+        "cargo:rerun-if-changed={}",
+        lib_dir.join(lib_file_name()).display()
+    );
+    let include_dir = match env::var_os("MNEMO_INCLUDE_DIR") {
+        Some(inc) if !inc.is_empty() => PathBuf::from(inc),
+        _ => bundled_include.to_path_buf(),
+    };
+    if !include_dir.join("mnemo.h").is_file() {
+        panic!(
+            "mnemo: MNEMO_INCLUDE_DIR={} holds no mnemo.h",
+            include_dir.display()
+        );
+    }
+    (lib_dir, include_dir, dir)
+}
+
+/// Configures and builds the bundled sources with CMake; returns the lib dir.
+fn build_bundled(root: &Path) -> PathBuf {
+    for item in ["CMakeLists.txt", "cmake", "core", "cabi", "kernels"] {
+        let path = root.join(item);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    if !root.join("CMakeLists.txt").is_file() {
+        panic!(
+            "mnemo: {} is missing, so the bundled library cannot be built; set MNEMO_LIB_DIR to a prebuilt mnemo",
+            root.join("CMakeLists.txt").display()
+        );
+    }
+    require_tool("cmake", &[OsString::from("cmake")], "cmake");
+    require_tool("a C++ compiler", &cxx_candidates(), "g++");
+
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let build = out.join("cmake-build");
+    let cuda = env::var("MNEMO_CUDA").unwrap_or_else(|_| "AUTO".to_string());
+
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(root)
+        .arg("-B")
+        .arg(&build)
+        .arg("-DCMAKE_BUILD_TYPE=Release")
+        .arg(format!("-DMNEMO_CUDA={cuda}"))
+        .arg("-DMNEMO_BUILD_TESTS=OFF")
+        .arg("-DMNEMO_BUILD_BENCH=OFF")
+        .arg("-DMNEMO_BUILD_FUZZ=OFF");
+    run_logged(configure, "configure", &build);
+
+    // Cargo's job count (NUM_JOBS) also bounds the C++ build.
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
+    let mut compile = Command::new("cmake");
+    compile
+        .arg("--build")
+        .arg(&build)
+        .arg("--config")
+        .arg("Release")
+        .arg("--parallel")
+        .arg(jobs);
+    run_logged(compile, "build", &build);
+
+    find_library(&build).unwrap_or_else(|| {
+        panic!(
+            "mnemo: CMake finished but produced no {} under {}",
+            lib_file_name(),
+            build.display()
+        )
+    })
+}
+
+fn lib_file_name() -> &'static str {
+    match env::var("CARGO_CFG_TARGET_OS").as_deref() {
+        Ok("macos") => "libmnemo.dylib",
+        _ => "libmnemo.so",
+    }
+}
+
+/// The folder holding the library: `dir` itself, lib/, lib64/, or the
+/// shallowest match inside a build tree.
+fn find_library(dir: &Path) -> Option<PathBuf> {
+    let name = lib_file_name();
+    for sub in ["", "lib", "lib64"] {
+        let candidate = dir.join(sub);
+        if candidate.join(name).exists() {
+            return Some(candidate);
+        }
+    }
+    search_tree(dir, name, 4)
+}
+
+fn search_tree(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let mut subdirs = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if entry.file_name() == name {
+            return Some(dir.to_path_buf());
+        }
+        // Skip CMake's own scratch folders; they never hold the product.
+        let is_scratch = entry.file_name() == "CMakeFiles";
+        if path.is_dir() && !is_scratch {
+            subdirs.push(path);
+        }
+    }
+    if depth == 0 {
+        return None;
+    }
+    subdirs.sort();
+    subdirs
+        .iter()
+        .find_map(|sub| search_tree(sub, name, depth - 1))
+}
+
+fn cxx_candidates() -> Vec<OsString> {
+    match env::var_os("CXX") {
+        Some(cxx) if !cxx.is_empty() => vec![cxx],
+        _ => ["c++", "g++", "clang++"]
+            .iter()
+            .map(OsString::from)
+            .collect(),
+    }
+}
+
+/// Panics with a one-line hint when none of `candidates` runs.
+fn require_tool(what: &str, candidates: &[OsString], debian_package: &str) {
+    let found = candidates.iter().any(|tool| {
+        Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    });
+    if !found {
+        let tried: Vec<_> = candidates.iter().map(|c| c.to_string_lossy()).collect();
+        panic!(
+            "mnemo: {what} is needed to build the bundled library but was not found (tried: {}); \
+             install it (Debian: `apt-get install {debian_package}`) or set MNEMO_LIB_DIR to a prebuilt mnemo",
+            tried.join(", ")
+        );
+    }
+}
+
+/// Runs a CMake step; on failure panics with the tail of its output.
+fn run_logged(mut cmd: Command, step: &str, build: &Path) {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("mnemo: could not run cmake ({step}): {e}"));
+    if output.status.success() {
+        return;
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
+    panic!(
+        "mnemo: CMake {step} failed ({}); last lines:\n{tail}\n\
+         hint: full logs are in {}; set MNEMO_CUDA=OFF to skip the CUDA module, \
+         or MNEMO_LIB_DIR to a prebuilt mnemo",
+        output.status,
+        build.join("CMakeFiles").display()
+    );
+}
