@@ -17,6 +17,8 @@ namespace mnemo {
 constexpr int32_t kModuleInterfaceVersion = 1;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
+// The operations, for backends that implement only some of them.
+enum class Op : int32_t { similarity, search, score_pairs, resample, normalize_rows, layer_norm };
 enum class Precision : int32_t { exact = 0, fast = 1 };
 
 struct BackendConfig {
@@ -94,6 +96,9 @@ class Backend {
   virtual BackendKind kind() const = 0;
   // Device or SIMD description for runtime info.
   virtual std::string description() const = 0;
+  // Whether this backend computes `op` itself; the runtime sends the others
+  // to the CPU backend (and says so in its report).
+  virtual bool implements(Op) const { return true; }
 
   virtual void similarity(const SimilarityArgs& a) = 0;
   virtual void search(const SearchArgs& a) = 0;

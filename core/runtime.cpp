@@ -35,6 +35,15 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
     reason_ = "CUDA backend requested";
   } else if (gpu_) {
     reason_ = "AUTO: GPU available; work under " + std::to_string(kAutoGpuMinBytes) + " bytes runs on the CPU";
+  }
+  if (gpu_) {
+    std::string cpu_ops;
+    const std::pair<Op, const char*> ops[] = {{Op::similarity, "similarity"}, {Op::search, "search"},
+                                              {Op::score_pairs, "pairs"},     {Op::resample, "resample"},
+                                              {Op::normalize_rows, "normalize"}, {Op::layer_norm, "layer_norm"}};
+    for (const auto& [op, name] : ops)
+      if (!gpu_->implements(op)) cpu_ops += (cpu_ops.empty() ? "" : ", ") + std::string(name);
+    if (!cpu_ops.empty()) reason_ += "; on the CPU: " + cpu_ops;
   } else {
     reason_ = "AUTO: using the CPU because " + why;
   }
@@ -42,8 +51,8 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
 
 Runtime::~Runtime() = default;
 
-Backend& Runtime::pick(uint64_t work_bytes) const {
-  if (!gpu_) return *cpu_;
+Backend& Runtime::pick(Op op, uint64_t work_bytes) const {
+  if (!gpu_ || !gpu_->implements(op)) return *cpu_;
   if (opts_.backend == BackendKind::cuda) return *gpu_;
   return work_bytes >= kAutoGpuMinBytes ? *gpu_ : *cpu_;
 }

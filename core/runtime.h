@@ -44,8 +44,8 @@ class Runtime {
   bool validate() const { return opts_.validate; }
   Backend& cpu() const { return *cpu_; }
   Backend* gpu() const { return gpu_.get(); }
-  // The backend for one call touching `work_bytes` of data.
-  Backend& pick(uint64_t work_bytes) const;
+  // The backend for one call of `op` touching `work_bytes` of data.
+  Backend& pick(Op op, uint64_t work_bytes) const;
   // The backend whose memory new stores live in (GPU when one is in use).
   Backend& store_home() const { return gpu_ ? *gpu_ : *cpu_; }
   RuntimeReport report() const;

@@ -67,22 +67,24 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
     touched[i] = slot;
   }
   if (mirror_) {
-    if (new_slots != old_slots) {
-      mirror_update(0, new_slots);
-    } else {
-      const auto [lo, hi] = std::minmax_element(touched.begin(), touched.end());
-      mirror_update(*lo, *hi - *lo + 1);
-    }
+    // Upload only what changed: upserted slots (one span) and the new tail.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t slot : touched)
+      if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
+    if (lo <= hi) mirror_update(lo, hi - lo + 1);
+    if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots);
   }
 }
 
 uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
   std::unique_lock<std::shared_mutex> lock(mu_);
-  uint64_t removed = 0;
+  uint64_t removed = 0, lo = UINT64_MAX, hi = 0;
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
     if (it == slot_of_.end()) continue;
     const uint64_t slot = it->second;
+    lo = std::min(lo, slot);
+    hi = std::max(hi, slot);
     slot_ids_[slot] = kNoId;
     biases_[slot] = 0.0f;
     slot_of_.erase(it);
@@ -93,7 +95,7 @@ uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
   if (dead_ * 4 > slot_ids_.size())
     compact();
   else
-    mirror_update(0, slot_ids_.size());
+    mirror_update(lo, hi - lo + 1);
   return removed;
 }
 
@@ -181,7 +183,7 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
     allow_ptr = allow.data();
   }
   const StoreView v = view();
-  Backend& be = rt_.pick(slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  Backend& be = rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
   SearchArgs a;
   a.store = &v;
   a.mirror = (&be == &rt_.store_home()) ? mirror_.get() : nullptr;

@@ -14,7 +14,10 @@
  *             human-readable message naming the offending argument.
  * Outputs.    Results are written through out-parameters. A call that fails
  *             leaves every output buffer and every store untouched: all
- *             arguments are checked before anything is written.
+ *             arguments are checked before anything is written. (A failure
+ *             inside the computation itself, such as running out of memory or
+ *             a device error, may leave outputs partly written; stores are
+ *             never left partly changed.)
  * Alignment.  Every data pointer (vectors, scores, ids, times, index arrays,
  *             filters, gamma/beta) must be MNEMO_ALIGNMENT (16) byte aligned,
  *             otherwise MNEMO_E_MISALIGNED. mnemo_alloc() returns such memory.

@@ -38,7 +38,7 @@ MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, v
     NormArgs a;
     const uint64_t bytes = check_rows(r, in, out, dtype, rows, dim, a);
     if (rows == 0) return;
-    r.pick(2 * bytes).normalize_rows(a);
+    r.pick(Op::normalize_rows, 2 * bytes).normalize_rows(a);
   });
 }
 
@@ -64,7 +64,7 @@ MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in, void*
     a.gamma = gamma;
     a.beta = beta;
     a.eps = eps;
-    r.pick(2 * bytes).layer_norm(a);
+    r.pick(Op::layer_norm, 2 * bytes).layer_norm(a);
   });
 }
 

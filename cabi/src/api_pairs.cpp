@@ -45,6 +45,6 @@ extern "C" MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t m
     a.index_dtype = it;
     a.n_pairs = n_pairs;
     a.scores = scores;
-    r.pick(n_pairs * 2 * dim * dtype_size(dt)).score_pairs(a);
+    r.pick(Op::score_pairs, n_pairs * 2 * dim * dtype_size(dt)).score_pairs(a);
   });
 }

@@ -85,7 +85,7 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
     a.src_lengths = o.src_lengths;
     a.tgt_lengths = o.tgt_lengths;
     a.out = out;
-    r.pick(in_elems * esz + out_bytes).resample(a);
+    r.pick(Op::resample, in_elems * esz + out_bytes).resample(a);
   });
 }
 

@@ -33,6 +33,6 @@ extern "C" MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t me
     a.nq = nq;
     a.targets = MatrixView{targets, dt, n, dim};
     a.scores = scores;
-    r.pick(t_elems * dtype_size(dt) + s_elems * 4).similarity(a);
+    r.pick(Op::similarity, t_elems * dtype_size(dt) + s_elems * 4).similarity(a);
   });
 }

@@ -12,6 +12,7 @@
 
 #include "../topk.h"
 #include "cpu_backend.h"
+#include "parallel_errors.h"
 #include "row_ops.h"
 
 namespace mnemo::cpu {
@@ -76,13 +77,17 @@ void CpuBackend::search(const SearchArgs& a) {
     if (a.nq >= static_cast<uint64_t>(nt) || s.slots < 4096) {
       // Enough queries to keep every thread busy: one query per thread.
       const int64_t nq = static_cast<int64_t>(a.nq);
+      ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
       for (int64_t qi = 0; qi < nq; ++qi) {
-        const float* q = a.queries + static_cast<uint64_t>(qi) * s.dim;
-        TopK top(cap);
-        scan.run<E>(q, norm_f32(q, s.dim), 0, s.slots, top);
-        write_row(top.take_sorted(), a, static_cast<uint64_t>(qi), s.metric);
+        errors.run([&] {
+          const float* q = a.queries + static_cast<uint64_t>(qi) * s.dim;
+          TopK top(cap);
+          scan.run<E>(q, norm_f32(q, s.dim), 0, s.slots, top);
+          write_row(top.take_sorted(), a, static_cast<uint64_t>(qi), s.metric);
+        });
       }
+      errors.rethrow();
       return;
     }
     // Few queries: split the slots among threads, merge the partial top-k.
@@ -90,8 +95,9 @@ void CpuBackend::search(const SearchArgs& a) {
       const float* q = a.queries + qi * s.dim;
       const double qn = norm_f32(q, s.dim);
       std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
+      ParallelErrors errors;
 #pragma omp parallel num_threads(nt)
-      {
+      errors.run([&] {
 #ifdef _OPENMP
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
 #else
@@ -100,7 +106,8 @@ void CpuBackend::search(const SearchArgs& a) {
         const uint64_t lo = s.slots * static_cast<uint64_t>(t) / static_cast<uint64_t>(T);
         const uint64_t hi = s.slots * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(T);
         scan.run<E>(q, qn, lo, hi, parts[static_cast<size_t>(t)]);
-      }
+      });
+      errors.rethrow();
       for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
       write_row(parts[0].take_sorted(), a, qi, s.metric);
     }

@@ -1,0 +1,41 @@
+// The CUDA backend: one device, a pool of execution contexts, and the
+// search and similarity paths. Lives in libmnemo_cuda.so.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+#include "exec_context.h"
+
+namespace mnemo::cuda {
+
+// Queries at or above this count use the GEMM path instead of the fused
+// scan (the scan re-reads the store once per 4 queries).
+constexpr uint64_t kGemmMinQueries = 16;
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const BackendConfig& cfg, const std::string& device_name, int sm_count, size_t memory);
+  BackendKind kind() const override { return BackendKind::cuda; }
+  std::string description() const override { return description_; }
+  bool implements(Op op) const override { return op == Op::similarity || op == Op::search; }
+
+  void similarity(const SimilarityArgs& a) override;
+  void search(const SearchArgs& a) override;
+  void score_pairs(const PairsArgs& a) override;
+  void resample(const ResampleArgs& a) override;
+  void normalize_rows(const NormArgs& a) override;
+  void layer_norm(const NormArgs& a) override;
+  std::unique_ptr<StoreMirror> attach_store(const StoreView& view) override;
+
+  int sm_count() const { return sm_count_; }
+
+ private:
+  BackendConfig cfg_;
+  std::string description_;
+  int sm_count_;
+  ContextPool pool_;
+};
+
+}  // namespace mnemo::cuda

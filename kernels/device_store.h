@@ -1,0 +1,36 @@
+// The GPU copy of a store: vectors resident on the device in rows padded to
+// a multiple of 8 elements (so every row starts 16-byte aligned and the pad
+// is zero, which changes no dot product or distance), plus ids, norms and
+// biases per slot. Updated in place from the host store's dirty range.
+#pragma once
+
+#include "core/backend.h"
+#include "cuda_util.cuh"
+#include "exec_context.h"
+
+namespace mnemo::cuda {
+
+class DeviceStore final : public StoreMirror {
+ public:
+  DeviceStore(ContextPool& pool, const StoreView& view);
+  void update(const StoreView& view, uint64_t first, uint64_t count) override;
+
+  const void* vectors() const { return vectors_.get(); }
+  const uint64_t* ids() const { return ids_.get<uint64_t>(); }
+  const float* norms() const { return norms_.get<float>(); }
+  const float* biases() const { return biases_.get<float>(); }
+  uint64_t ld() const { return ld_; }  // padded row length in elements
+  uint64_t slots() const { return slots_; }
+  uint64_t device_bytes() const { return vectors_.size() + ids_.size() + norms_.size() + biases_.size(); }
+
+ private:
+  void grow(uint64_t slots, ExecContext& ctx);
+  ContextPool& pool_;
+  DType dtype_;
+  uint64_t dim_, ld_;
+  size_t esz_;
+  uint64_t slots_ = 0, cap_ = 0;
+  DeviceBuffer vectors_, ids_, norms_, biases_;
+};
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,250 @@
+// Store search on the GPU: chooses the fused scan (few queries) or tiled
+// GEMM + selection (query batches), small-k lists or radix selection (large
+// k), and exact re-scoring where candidates came from reduced precision or
+// the L2 expansion. Workspace stays within the runtime's bound.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "cuda_backend.h"
+#include "device_store.h"
+#include "search_kernels.h"
+
+namespace mnemo::cuda {
+
+namespace {
+
+// Carves aligned regions out of one device allocation.
+class Arena {
+ public:
+  size_t add(size_t bytes) {
+    const size_t at = size_;
+    size_ += (bytes + 255) / 256 * 256;
+    return at;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+template <class T>
+T* at(void* base, size_t off) {
+  return reinterpret_cast<T*>(static_cast<unsigned char*>(base) + off);
+}
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+KeyMetric key_metric(Metric m) {
+  return m == Metric::l2sq ? KeyMetric::l2 : m == Metric::dot ? KeyMetric::dot : KeyMetric::cosine;
+}
+
+// Uploads host queries [nq x dim] into device rows of ld (zero padded).
+void upload_queries(ExecContext& ctx, const float* host, uint64_t nq, uint64_t dim, uint64_t ld, float* dev) {
+  if (ld != dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(dev, 0, nq * ld * 4, ctx.stream));
+  const size_t bytes = nq * dim * 4;
+  const float* src = host;
+  if (bytes <= ctx.staging.size()) {  // through pinned memory, truly async
+    ctx.staging.reserve(bytes);
+    std::memcpy(ctx.staging.get(), host, bytes);
+    src = ctx.staging.get<float>();
+  }
+  MNEMO_CUDA_CHECK(
+      cudaMemcpy2DAsync(dev, ld * 4, src, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, ctx.stream));
+}
+
+void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32_t tn, const void* qmat,
+          cudaDataType_t qtype, uint32_t qc, const void* widened, float* out) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const void* A;
+  cudaDataType_t atype;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (widened) {
+    A = widened;  // EXACT over f16/bf16 storage: the tile widened to f32
+    atype = CUDA_R_32F;
+  } else {
+    A = static_cast<const unsigned char*>(s.vectors) + static_cast<uint64_t>(first) * s.ld * dtype_size(s.dtype);
+    atype = cuda_type(s.dtype);
+    if (s.dtype == DType::f32 && fast) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  }
+  // Column-major view: C[tn x qc] = A^T[tn x dim] * Q[dim x qc].
+  MNEMO_BLAS_CHECK(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(tn), static_cast<int>(qc),
+                                static_cast<int>(s.dim), &alpha, A, atype, static_cast<int>(s.ld), qmat, qtype,
+                                static_cast<int>(s.ld), &beta, out, CUDA_R_32F, static_cast<int>(tn), compute,
+                                CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+void CudaBackend::search(const SearchArgs& a) {
+  const auto* ds = static_cast<const DeviceStore*>(a.mirror);
+  if (ds == nullptr) fail(Code::internal, "CUDA search without a device copy of the store");
+  const StoreView& v = *a.store;
+  if (v.slots >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend holds at most 2^32 - 2 slots per store");
+  auto ctx = pool_.acquire();
+  cudaStream_t st = ctx->stream;
+  const uint64_t nq = a.nq, ld = ds->ld();
+  const uint32_t slots = static_cast<uint32_t>(v.slots);
+  const bool fast = cfg_.precision == Precision::fast;
+  const bool use_gemm = nq >= kGemmMinQueries && slots > 0;
+  // Candidates from the GEMM path are re-scored exactly in FAST mode and for
+  // L2 (computed there by expansion); keep extra so near-ties survive.
+  const bool rescore = use_gemm && (fast || v.metric == Metric::l2sq);
+  const uint64_t k_eff = std::min<uint64_t>(a.k, std::max<uint32_t>(slots, 1));
+  const uint32_t kc =
+      static_cast<uint32_t>(rescore ? std::min<uint64_t>(std::max<uint32_t>(slots, 1), k_eff + std::max<uint64_t>(k_eff, 16))
+                                    : k_eff);
+  const bool small = kc <= static_cast<uint32_t>(kSmallKMax);
+
+  StoreRef s{ds->vectors(), v.dtype, ld, static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(), ds->biases(),
+             nullptr, a.apply_bias, key_metric(v.metric), false};
+
+  // Fixed regions: queries, their norms, converted queries, filter, lists, outputs.
+  Arena fixed;
+  const size_t o_q = fixed.add(nq * ld * 4), o_qn = fixed.add(nq * 4), o_qt = fixed.add(nq * ld * 2);
+  const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
+  const size_t o_allow = fixed.add(a.allow ? words * 8 : 0);
+  const size_t o_lists = fixed.add(nq * kc * sizeof(Cand));
+  const size_t o_ids = fixed.add(nq * a.k * 8), o_scores = fixed.add(nq * a.k * 4);
+  void* fb = ctx->work2.get();
+  if (ctx->work2.size() < fixed.size()) {
+    ctx->work2.reserve(fixed.size());
+    fb = ctx->work2.get();
+  }
+  float* q = at<float>(fb, o_q);
+  float* qn = at<float>(fb, o_qn);
+  Cand* lists = at<Cand>(fb, o_lists);
+  // One pinned staging buffer for the query upload and the result download,
+  // sized once so it is never reallocated while a copy is in flight.
+  ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * std::min<uint64_t>(a.k, kc) * 12) + 16);
+  upload_queries(*ctx, a.queries, nq, v.dim, ld, q);
+  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+  if (a.allow) {
+    s.allow = at<uint64_t>(fb, o_allow);
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(fb, o_allow), a.allow, words * 8, cudaMemcpyHostToDevice, st));
+  }
+  const uint64_t budget = std::max<uint64_t>(cfg_.workspace_bytes, 64ull << 20);
+
+  if (slots == 0) {
+    // Nothing stored: every result slot is padding, written below.
+  } else if (!use_gemm && small) {
+    const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count_));
+    Cand* cand = static_cast<Cand*>(ctx->scratch(4ull * blocks * kc * sizeof(Cand)));
+    for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
+      const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
+      const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, st);
+      launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
+    }
+  } else if (!use_gemm || (!small && (static_cast<uint64_t>(slots) * 4 * (v.dtype == DType::f32 || fast ? 1 : 1 + ld) >
+                                      budget / 2))) {
+    // Exact keys for every slot, then radix selection, query chunk by chunk.
+    const uint64_t row = static_cast<uint64_t>(slots) * 4;
+    const uint64_t qc = std::max<uint64_t>(1, std::min<uint64_t>(nq, budget / 2 / row));
+    const size_t sel = large_select_temp_bytes(static_cast<uint32_t>(qc), kc);
+    Arena ar;
+    const size_t o_keys = ar.add(qc * row), o_sel = ar.add(sel);
+    void* w = ctx->scratch(ar.size());
+    for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+      float* keys = at<float>(w, o_keys);
+      launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, st);
+      launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
+    }
+  } else {
+    // GEMM path: query chunks x slot tiles of dot products, then keys, then
+    // selection into per-query candidate lists.
+    const bool widen = v.dtype != DType::f32 && !fast;
+    const void* qmat = q;
+    cudaDataType_t qtype = CUDA_R_32F;
+    if (v.dtype != DType::f32 && fast) {
+      launch_f32_to(v.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+      qmat = at<void>(fb, o_qt);
+      qtype = cuda_type(v.dtype);
+    }
+    uint64_t qc = std::min<uint64_t>(nq, 8192);
+    uint32_t tn = 0, ntiles = 0;
+    unsigned bpr = 1;
+    Arena ar;
+    size_t o_dots = 0, o_wide = 0, o_cand = 0, o_sel = 0, sel = 0;
+    for (;;) {
+      // Tile width from the budget: dots [qc x tn] (+ a widened tile).
+      const uint64_t per_col = qc * 4 + (widen ? ld * 4 : 0);
+      uint64_t t = small ? std::min<uint64_t>(slots, budget / 2 / per_col) : slots;
+      if (small) t = t >= slots ? slots : std::max<uint64_t>(256, t / 256 * 256);
+      tn = static_cast<uint32_t>(std::min<uint64_t>(t, slots));
+      ntiles = ceil_div(slots, tn);
+      bpr = small ? std::max(1u, std::min(ceil_div(2ull * sm_count_, qc), ceil_div(tn, 4096))) : 1;
+      sel = small ? 0 : large_select_temp_bytes(static_cast<uint32_t>(qc), kc);
+      ar = Arena();
+      o_dots = ar.add(qc * tn * 4);
+      o_wide = ar.add(widen ? static_cast<uint64_t>(tn) * ld * 4 : 0);
+      o_cand = ar.add(small ? qc * ntiles * bpr * kc * sizeof(Cand) : 0);
+      o_sel = ar.add(sel);
+      if (ar.size() <= budget || qc == 1) break;
+      qc = (qc + 1) / 2;
+    }
+    void* w = ctx->scratch(ar.size());
+    float* dots = at<float>(w, o_dots);
+    float* wide = widen ? at<float>(w, o_wide) : nullptr;
+    Cand* cand = at<Cand>(w, o_cand);
+    const uint64_t cand_stride = static_cast<uint64_t>(ntiles) * bpr * kc;
+    for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+      const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * (qtype == CUDA_R_32F ? 4 : 2);
+      for (uint32_t t = 0; t < ntiles; ++t) {
+        const uint32_t first = t * tn, width = std::min(tn, slots - first);
+        if (widen)
+          launch_widen_rows(static_cast<const unsigned char*>(s.vectors) + static_cast<uint64_t>(first) * ld * 2,
+                            v.dtype, width, ld, wide, st);
+        gemm(*ctx, s, fast, first, width, qm, qtype, n, wide, dots);
+        launch_finish_keys(s, qn + q0, n, first, width, dots, st);
+        if (small)
+          launch_select_rows(dots, n, width, first, kc, bpr, s.ids, cand, cand_stride,
+                             static_cast<uint64_t>(t) * bpr * kc, st);
+        else
+          launch_large_select(dots, n, width, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
+      }
+      if (small) launch_merge(cand, n, cand_stride, kc, s.ids, lists + q0 * kc, st);
+    }
+    if (rescore) {
+      launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
+      if (!small) {
+        const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
+        sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx->scratch(tb), tb, st);
+      }
+    }
+  }
+  uint64_t* d_ids = at<uint64_t>(fb, o_ids);
+  float* d_scores = at<float>(fb, o_scores);
+  const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(a.k, kc));
+  if (slots > 0) launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, s.ids, s.metric, d_ids, d_scores, st);
+  // Copy back: the first emit_k columns come from the device, the rest is
+  // padding (k beyond the slot count).
+  auto* h_ids = ctx->staging.get<uint64_t>();
+  auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
+  if (slots > 0) {
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids, d_ids, nq * emit_k * 8, cudaMemcpyDeviceToHost, st));
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_scores, d_scores, nq * emit_k * 4, cudaMemcpyDeviceToHost, st));
+  }
+  ctx->sync();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (uint64_t i = 0; i < nq; ++i) {
+    for (uint64_t j = 0; j < a.k; ++j) {
+      const bool have = slots > 0 && j < emit_k;
+      a.ids[i * a.k + j] = have ? h_ids[i * emit_k + j] : kNoId;
+      a.scores[i * a.k + j] = have ? h_scores[i * emit_k + j] : nan;
+    }
+  }
+}
+
+std::unique_ptr<StoreMirror> CudaBackend::attach_store(const StoreView& view) {
+  return std::make_unique<DeviceStore>(pool_, view);
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,95 @@
+// Host-side launchers of the search kernels. All work on one stream and
+// device pointers; "keys" are goodness values (similarity + bias, or
+// -(distance - bias)), NaN for excluded slots.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "cuda_util.cuh"
+#include "warp_list.cuh"
+
+namespace mnemo::cuda {
+
+enum class KeyMetric : int { dot = 0, cosine = 1, l2 = 2 };
+
+// What every kernel needs to know about the resident store.
+struct StoreRef {
+  const void* vectors;
+  DType dtype;
+  uint64_t ld;  // padded row length in elements
+  uint32_t dim;
+  uint32_t slots;
+  const uint64_t* ids;
+  const float* norms;
+  const float* biases;
+  const uint64_t* allow;  // bitmap over slots or null
+  bool apply_bias;
+  KeyMetric metric;
+  bool all_live;  // no tombstones or filter to check (similarity matrices)
+};
+
+// Largest k kept in per-warp shared-memory lists.
+constexpr int kSmallKMax = 256;
+
+// Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
+// f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k].
+// Returns the number of blocks used.
+unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                          Cand* cand, unsigned max_blocks, cudaStream_t st);
+// Blocks the scan would use for this store (to size cand buffers).
+unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
+
+// Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
+void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
+                       cudaStream_t st);
+
+// Turns GEMM dot products dots[q][j] (j < n, slots first..first+n) into keys
+// in place: cosine scaling, L2 by expansion, bias, exclusions.
+void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n,
+                        float* dots, cudaStream_t st);
+
+// Small-k selection over key rows keys[q][0..n) (slot = first + j):
+// blocks_per_row blocks per row each write k candidates to
+// cand[q * cand_stride + cand_offset + b * k + j].
+void launch_select_rows(const float* keys, uint32_t nq, uint32_t n, uint32_t first, uint32_t k,
+                        unsigned blocks_per_row, const uint64_t* ids, Cand* cand, uint64_t cand_stride,
+                        uint64_t cand_offset, cudaStream_t st);
+
+// Merges m candidates per query (cand[q * m ...]) into a sorted list of k:
+// out[q * k ...] (missing entries: key NaN, slot UINT32_MAX).
+void launch_merge(const Cand* cand, uint32_t nq, uint64_t m, uint32_t k, const uint64_t* ids, Cand* out,
+                  cudaStream_t st);
+
+// Large-k selection: for each query row keys[q][0..n) the best k entries,
+// sorted, into out[q * k ...]. temp: scratch from large_select_temp_bytes.
+size_t large_select_temp_bytes(uint32_t nq, uint32_t k);
+void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k, const uint64_t* ids, Cand* out,
+                         void* temp, size_t temp_bytes, cudaStream_t st);
+
+// Sorts nq lists of kc candidates (key descending, id ascending); temp from
+// large_select_temp_bytes(nq, kc).
+void sort_lists(Cand* lists, uint32_t nq, uint32_t kc, const uint64_t* ids, void* temp, size_t temp_bytes,
+                cudaStream_t st);
+
+// Recomputes exact keys for sorted candidate lists cand[q][0..kc) and
+// re-sorts them when kc <= kSmallKMax (FAST mode and GEMM-based L2);
+// longer lists are re-sorted by the caller with sort_lists.
+void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand,
+                    uint32_t kc, cudaStream_t st);
+
+// Writes the first k of each list as user ids and scores, padded.
+void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, KeyMetric metric,
+                 uint64_t* out_ids, float* out_scores, cudaStream_t st);
+
+// L2 norms of n rows of dtype t with row length ld.
+void launch_stored_norms(const void* rows, DType t, uint64_t n, uint64_t ld, float* norms, cudaStream_t st);
+
+// Query norms (f32) and conversions.
+void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st);
+void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_t st);
+void launch_widen_rows(const void* src, DType t, uint64_t rows, uint64_t ld, float* dst, cudaStream_t st);
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,79 @@
+// A sorted top-k list kept by one warp in shared memory, best first, with
+// the library's order: larger key first, equal keys by smaller user id. The
+// list holds slots; ids are looked up only to break exact ties.
+#pragma once
+
+#include <cstdint>
+
+namespace mnemo::cuda {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+struct Cand {
+  float key;
+  uint32_t slot;
+};
+
+// a ranks strictly before b. NaN keys never reach a list.
+__device__ __forceinline__ bool ranks_before(float ka, uint32_t sa, float kb, uint32_t sb, const uint64_t* ids) {
+  return ka > kb || (ka == kb && ids[sa] < ids[sb]);
+}
+
+struct WarpList {
+  Cand* c;  // [k] in shared (or global) memory
+  int k;
+  int n;  // filled entries, warp-uniform
+
+  // Whether (key, slot) would enter the list.
+  __device__ __forceinline__ bool admits(float key, uint32_t slot, const uint64_t* ids) const {
+    if (key != key) return false;
+    if (n < k) return true;
+    const Cand w = c[k - 1];
+    return ranks_before(key, slot, w.key, w.slot, ids);
+  }
+
+  // Warp-wide insertion of one candidate held identically by all lanes.
+  __device__ void insert(float key, uint32_t slot, const uint64_t* ids, int lane) {
+    int pos = 0;
+    for (int base = 0; base < n; base += 32) {
+      const int j = base + lane;
+      const bool b = j < n && ranks_before(c[j].key, c[j].slot, key, slot, ids);
+      pos += __popc(__ballot_sync(kFullMask, b));
+    }
+    if (pos >= k) return;
+    const int last = n < k ? n : k - 1;  // entries [pos, last) shift right by one
+    for (int base = last - 1; base >= pos; base -= 32) {
+      const int j = base - lane;
+      const bool act = j >= pos;
+      Cand v;
+      if (act) v = c[j];
+      __syncwarp();
+      if (act) c[j + 1] = v;
+      __syncwarp();
+    }
+    if (lane == 0) c[pos] = Cand{key, slot};
+    __syncwarp();
+    if (n < k) ++n;
+  }
+
+  // Each lane may hold one candidate (has = true); those that enter are
+  // inserted one after another.
+  __device__ void offer(bool has, float key, uint32_t slot, const uint64_t* ids, int lane) {
+    unsigned m = __ballot_sync(kFullMask, has && admits(key, slot, ids));
+    while (m) {
+      const int src = __ffs(m) - 1;
+      m &= m - 1;
+      const float kk = __shfl_sync(kFullMask, key, src);
+      const uint32_t ss = __shfl_sync(kFullMask, slot, src);
+      if (admits(kk, ss, ids)) insert(kk, ss, ids, lane);
+    }
+  }
+};
+
+// Order-preserving map of a float key to uint32 (larger key, larger value).
+__device__ __forceinline__ uint32_t ordered_bits(float f) {
+  const uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+}  // namespace mnemo::cuda
