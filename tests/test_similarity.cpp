@@ -163,4 +163,23 @@ TEST(Similarity, QueryBatch) {
   }
 }
 
+// Near-duplicate pairs in a batch: small squared distances keep their
+// relative accuracy.
+TEST(Similarity, NearDuplicatesInABatch) {
+  auto rng = mt::rng_for_test();
+  const size_t nq = 40, n = 60, dim = 768;
+  const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim);
+  Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim);
+  for (size_t i = 0; i < nq; ++i)
+    for (size_t j = 0; j < dim; ++j)
+      q.set(i, j, static_cast<float>(t.row(i)[j] + 1e-3 * mt::rand_nonzero(rng)));
+  for (const int32_t metric : mt::metrics()) {
+    Buf<float> scores(nq * n);
+    mt::poison_f32(scores.data(), nq * n);
+    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()), nq,
+                               t.data(), MNEMO_DTYPE_F32, n, dim, scores.data()));
+    expect_scores(metric, q, t, scores.data());
+  }
+}
+
 }  // namespace

@@ -786,6 +786,102 @@ TEST(Store, LargeStore) {
   }
 }
 
+// Any k from 1 to N: no cap at 1024 or 2048.
+TEST(Store, LargeKHasNoCap) {
+  auto rng = mt::rng_for_test();
+  const size_t n = 3000, dim = 8;
+  for (const int32_t metric : mt::metrics()) {
+    auto s = mt::make_store(dim, MNEMO_DTYPE_F16, metric);
+    ASSERT_TRUE(s);
+    StoreModel model(dim, MNEMO_DTYPE_F16, metric);
+    const std::vector<uint64_t> ids = distinct_ids(rng, n);
+    const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim, metric == MNEMO_METRIC_DOT);
+    ASSERT_OK(mt::store_add(s.get(), ids, m));
+    model.add(ids, m);
+    const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, dim, metric == MNEMO_METRIC_DOT);
+    for (const size_t k : {size_t{2049}, n, n + 7}) {
+      Results r;
+      ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
+      mt::expect_results(model, q, r, false);
+    }
+  }
+}
+
+// Many queries at once, some of them near-duplicates of stored vectors: small
+// squared distances must keep their relative accuracy (no |x|^2 + |y|^2 -
+// 2 x.y cancellation), and cosine/dot stay within their bounds.
+TEST(Store, QueryBatchWithNearDuplicates) {
+  auto rng = mt::rng_for_test();
+  const size_t n = 500, dim = 768, nq = 64;
+  for (const int32_t metric : mt::metrics()) {
+    const bool unit = metric == MNEMO_METRIC_DOT;
+    auto s = mt::make_store(dim, MNEMO_DTYPE_F32, metric);
+    ASSERT_TRUE(s);
+    StoreModel model(dim, MNEMO_DTYPE_F32, metric);
+    const std::vector<uint64_t> ids = distinct_ids(rng, n);
+    const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim, unit);
+    ASSERT_OK(mt::store_add(s.get(), ids, m));
+    model.add(ids, m);
+    Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim, unit);
+    for (size_t i = 0; i < nq; i += 2) {
+      const size_t src = mt::rand_below(rng, n);
+      for (size_t j = 0; j < dim; ++j)
+        q.set(i, j, static_cast<float>(m.row(src)[j] + 1e-3 * mt::rand_nonzero(rng)));
+    }
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, 10, nullptr, &r));
+    mt::expect_results(model, q, r, false);
+  }
+}
+
+// Cosine with a zero-norm stored vector is 0: it is a candidate like any other.
+TEST(Store, CosineWithZeroVector) {
+  auto rng = mt::rng_for_test();
+  for (const int32_t dtype : mt::storage_dtypes()) {
+    auto s = mt::make_store(5, dtype, MNEMO_METRIC_COSINE);
+    ASSERT_TRUE(s);
+    StoreModel model(5, dtype, MNEMO_METRIC_COSINE);
+    Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, 6, 5);
+    for (size_t j = 0; j < 5; ++j) m.set(4, j, 0.0f);
+    ASSERT_OK(mt::store_add(s.get(), {1, 2, 3, 4, 5, 6}, m));
+    model.add({1, 2, 3, 4, 5, 6}, m);
+    const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, 5);
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, 7, nullptr, &r));
+    mt::expect_results(model, q, r, false);
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t j = 0; j < 6; ++j) {
+        if (r.row_ids(i)[j] == 5) {
+          EXPECT_EQ(r.row_scores(i)[j], 0.0f);
+        }
+      }
+  }
+}
+
+// A removed id that comes back is a new memory: its bias starts at 0 again.
+TEST(Store, BiasResetsAfterRemoveAndAdd) {
+  auto rng = mt::rng_for_test();
+  auto s = mt::make_store(5, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
+  ASSERT_TRUE(s);
+  StoreModel model(5, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
+  const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, 3, 5, true);
+  ASSERT_OK(mt::store_add(s.get(), {1, 2, 3}, m));
+  model.add({1, 2, 3}, m);
+  ASSERT_OK(mt::store_set_bias(s.get(), {2, 3}, {5.0f, -3.0f}));
+  model.set_bias(3, -3.0f);
+  ASSERT_OK(mt::store_remove(s.get(), {2}, nullptr));
+  const Matrix again = mt::random_matrix(rng, MNEMO_DTYPE_F32, 1, 5, true);
+  ASSERT_OK(mt::store_add(s.get(), {2}, again));
+  model.remove({2});
+  model.add({2}, again);  // bias 0
+  const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, 5, true);
+  mnemo_search_options o = mnemo_search_options_default();
+  o.apply_bias = 1;
+  Results r;
+  ASSERT_OK(mt::store_search(s.get(), q, 3, &o, &r));
+  mt::expect_results(model, q, r, true);
+}
+
 // ---- threads ----------------------------------------------------------------------
 
 TEST(Store, ConcurrentSearchesAgree) {
