@@ -29,9 +29,8 @@ fn main() {
     let (lib_dir, include_dir, prefix) = match env::var_os("MNEMO_LIB_DIR") {
         Some(dir) if !dir.is_empty() => prebuilt(PathBuf::from(dir), &bundled_include),
         _ => {
-            let lib_dir = build_bundled(&root);
-            let prefix = lib_dir.clone();
-            (lib_dir, bundled_include, prefix)
+            let (lib_dir, build_dir) = build_bundled(&root);
+            (lib_dir, bundled_include, build_dir)
         }
     };
 
@@ -58,9 +57,9 @@ fn prebuilt(dir: PathBuf, bundled_include: &Path) -> (PathBuf, PathBuf, PathBuf)
             dir.display()
         )
     });
-    let lib_dir = find_library(&dir).unwrap_or_else(|| {
+    let lib_dir = find_in_prefix(&dir).unwrap_or_else(|| {
         panic!(
-            "mnemo: no {} under MNEMO_LIB_DIR={} (looked in it, lib/, lib64/ and a CMake build tree); \
+            "mnemo: no {} under MNEMO_LIB_DIR={} (looked in it, lib/ and lib64/); \
              build the `mnemo` CMake target first or unset MNEMO_LIB_DIR to build the bundled sources",
             lib_file_name(),
             dir.display()
@@ -83,8 +82,9 @@ fn prebuilt(dir: PathBuf, bundled_include: &Path) -> (PathBuf, PathBuf, PathBuf)
     (lib_dir, include_dir, dir)
 }
 
-/// Configures and builds the bundled sources with CMake; returns the lib dir.
-fn build_bundled(root: &Path) -> PathBuf {
+/// Configures and builds the bundled sources with CMake; returns the lib
+/// dir and the build dir.
+fn build_bundled(root: &Path) -> (PathBuf, PathBuf) {
     for item in ["CMakeLists.txt", "cmake", "core", "cabi", "kernels"] {
         let path = root.join(item);
         if path.exists() {
@@ -117,7 +117,9 @@ fn build_bundled(root: &Path) -> PathBuf {
         .arg("-DMNEMO_BUILD_FUZZ=OFF");
     run_logged(configure, "configure", &build);
 
-    // Cargo's job count (NUM_JOBS) also bounds the C++ build.
+    // Only the library and, when configured, the CUDA module: the demo and
+    // the other targets are not needed here. Cargo's job count (NUM_JOBS)
+    // also bounds the C++ build.
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_string());
     let mut compile = Command::new("cmake");
     compile
@@ -126,16 +128,29 @@ fn build_bundled(root: &Path) -> PathBuf {
         .arg("--config")
         .arg("Release")
         .arg("--parallel")
-        .arg(jobs);
+        .arg(jobs)
+        .arg("--target")
+        .arg("mnemo");
+    // CMake keeps a CMakeFiles/<target>.dir folder for each target it
+    // generated; the module target exists only when CUDA was found.
+    if build
+        .join("kernels")
+        .join("CMakeFiles")
+        .join("mnemo_cuda.dir")
+        .is_dir()
+    {
+        compile.arg("mnemo_cuda");
+    }
     run_logged(compile, "build", &build);
 
-    find_library(&build).unwrap_or_else(|| {
+    let lib_dir = find_library(&build).unwrap_or_else(|| {
         panic!(
             "mnemo: CMake finished but produced no {} under {}",
             lib_file_name(),
             build.display()
         )
-    })
+    });
+    (lib_dir, build)
 }
 
 fn lib_file_name() -> &'static str {
@@ -145,17 +160,24 @@ fn lib_file_name() -> &'static str {
     }
 }
 
-/// The folder holding the library: `dir` itself, lib/, lib64/, or the
-/// shallowest match inside a build tree.
+/// The folder holding the library: `dir` itself, its lib/ or lib64/.
+fn find_in_prefix(dir: &Path) -> Option<PathBuf> {
+    ["", "lib", "lib64"]
+        .iter()
+        .map(|sub| {
+            if sub.is_empty() {
+                dir.to_path_buf()
+            } else {
+                dir.join(sub)
+            }
+        })
+        .find(|candidate| candidate.join(lib_file_name()).exists())
+}
+
+/// The folder holding the library in a fresh build tree: the usual places
+/// first, then the shallowest match.
 fn find_library(dir: &Path) -> Option<PathBuf> {
-    let name = lib_file_name();
-    for sub in ["", "lib", "lib64"] {
-        let candidate = dir.join(sub);
-        if candidate.join(name).exists() {
-            return Some(candidate);
-        }
-    }
-    search_tree(dir, name, 4)
+    find_in_prefix(dir).or_else(|| search_tree(dir, lib_file_name(), 4))
 }
 
 fn search_tree(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
@@ -219,8 +241,13 @@ fn run_logged(mut cmd: Command, step: &str, build: &Path) {
     if output.status.success() {
         return;
     }
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    // CMake prints its errors on stderr; progress alone goes to stdout.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let text = if stderr.trim().is_empty() {
+        String::from_utf8_lossy(&output.stdout)
+    } else {
+        stderr
+    };
     let lines: Vec<&str> = text.lines().collect();
     let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
     panic!(

@@ -9,7 +9,7 @@
 #              unless CARGO_TARGET_DIR is set.
 #   MNEMO_LIB_DIR  folder of libmnemo.so (default: BUILD_DIR; build.rs also
 #              looks in its lib/ subfolder).
-#   MNEMO_TEST_REQUIRE_CUDA=1  fail, rather than skip, the CUDA cases when no
+#   MNEMO_TEST_CUDA=1  fail, rather than skip, the CUDA cases when no
 #              CUDA backend can be created (for GPU machines).
 set -euo pipefail
 

@@ -10,6 +10,11 @@ use std::ptr::NonNull;
 use crate::error::{Error, Result, Status};
 
 /// Alignment in bytes that mnemo requires of every data pointer.
+///
+/// ```
+/// let v = mnemo::AlignedVec::from_slice(&[1.0f32; 3]);
+/// assert_eq!(v.as_ptr() as usize % mnemo::ALIGNMENT, 0);
+/// ```
 pub const ALIGNMENT: usize = crate::sys::MNEMO_ALIGNMENT as usize;
 
 /// A `Vec`-like buffer of `Copy` elements whose data pointer is always

@@ -323,6 +323,11 @@ mod sealed {
 /// ```
 pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The matching dtype.
+    ///
+    /// ```
+    /// use mnemo::{DType, Element, F16};
+    /// assert_eq!(<F16 as Element>::DTYPE, DType::F16);
+    /// ```
     const DTYPE: DType;
 }
 
@@ -334,8 +339,18 @@ pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
 /// ```
 pub trait Storage: Element + PartialEq + fmt::Debug {
     /// Rounds an `f32` to this type (nearest, ties to even).
+    ///
+    /// ```
+    /// use mnemo::{Storage, F16};
+    /// assert_eq!(F16::from_f32_rounded(0.5), F16::from_bits(0x3800));
+    /// ```
     fn from_f32_rounded(value: f32) -> Self;
     /// The exact `f32` value.
+    ///
+    /// ```
+    /// use mnemo::{Bf16, Storage};
+    /// assert_eq!(Bf16::from_bits(0x4000).to_f32_exact(), 2.0);
+    /// ```
     fn to_f32_exact(self) -> f32;
 }
 

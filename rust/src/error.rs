@@ -178,6 +178,13 @@ pub struct Error {
 }
 
 /// `Result` with [`Error`].
+///
+/// ```
+/// fn threads() -> mnemo::Result<u32> {
+///     Ok(mnemo::Runtime::builder().cpu().build()?.info()?.num_threads)
+/// }
+/// assert!(threads().unwrap() >= 1);
+/// ```
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {

@@ -46,6 +46,12 @@ mod store;
 
 /// Raw declarations generated from `mnemo.h` by `rust/gen-sys.sh`; prefer
 /// the safe API.
+///
+/// ```
+/// // SAFETY: takes no arguments and returns the library's ABI version.
+/// let abi = unsafe { mnemo::sys::mnemo_abi_version() };
+/// assert_eq!(abi, mnemo::sys::MNEMO_ABI_VERSION);
+/// ```
 #[allow(
     non_camel_case_types,
     non_upper_case_globals,

@@ -15,6 +15,14 @@ use crate::sys;
 
 /// The id the library writes into result slots that have no candidate;
 /// never a valid id.
+///
+/// ```
+/// use mnemo::{AlignedVec, Metric, Runtime, Status, Store, NO_ID};
+/// let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+/// let err = store.add(&AlignedVec::from_slice(&[NO_ID]), &AlignedVec::from_slice(&[1.0])).unwrap_err();
+/// assert_eq!(err.status, Status::OutOfRange);
+/// # Ok::<(), mnemo::Error>(())
+/// ```
 pub const NO_ID: u64 = sys::MNEMO_NO_ID;
 
 /// One search result: a stored id and its score (including the bias when

@@ -6,8 +6,9 @@ use crate::common::backends;
 use crate::common::prng::Rng;
 
 fn temp_path(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    dir.join(format!("{name}-{}.store", std::process::id()))
+    // The system temp folder, so the test binary also runs away from its
+    // build tree (on a GPU machine).
+    std::env::temp_dir().join(format!("mnemo-test-{name}-{}.store", std::process::id()))
 }
 
 fn filled<T: Storage>(

@@ -8,10 +8,10 @@ pub struct Under {
     pub rt: Runtime,
 }
 
-/// Set MNEMO_TEST_REQUIRE_CUDA=1 (the GPU machine does) to fail instead of
+/// Set MNEMO_TEST_CUDA=1 (the GPU machine does) to fail instead of
 /// skipping when the CUDA backend cannot be created.
 fn cuda_required() -> bool {
-    std::env::var("MNEMO_TEST_REQUIRE_CUDA").is_ok_and(|v| v == "1")
+    std::env::var("MNEMO_TEST_CUDA").is_ok_and(|v| v == "1")
 }
 
 pub fn cpu() -> Runtime {
