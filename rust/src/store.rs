@@ -589,6 +589,12 @@ impl<T: Storage> Store<T> {
         opts: &SearchOptions<'_>,
     ) -> Result<Vec<Vec<Hit>>> {
         let nq = rows_of(queries.len(), self.dim, "queries")?;
+        // Slots past the number of stored vectors can only hold padding, so
+        // a huge k need not mean a huge buffer. (k = 0 still reaches the
+        // library, which refuses it.) A concurrent add after this count is
+        // simply ordered after the search.
+        let stored = usize::try_from(self.count()?).unwrap_or(usize::MAX);
+        let k = k.min(stored.max(1));
         let total = product(nq, k, "results (nq * k)")?;
         let mut ids = AlignedVec::from_elem(NO_ID, total);
         let mut scores = AlignedVec::from_elem(f32::NAN, total);

@@ -54,6 +54,9 @@ fn k_zero_is_invalid_and_writes_nothing() {
     assert_eq!(e.status, Status::InvalidArgument, "{e}");
     assert!(!e.message.is_empty());
     assert!(store.search(&q, 0).is_err());
+    // Any k >= 1 is accepted; a huge one does not mean a huge buffer.
+    let hits = store.search(&q, usize::MAX).unwrap();
+    assert_eq!(hits[0].len(), 10);
 }
 
 #[test]

@@ -176,6 +176,24 @@ fn run_case<T: Storage>(under: &[Under], metric: Metric, case: Case, seed: u64) 
             }
             per_k.push(hits);
         }
+        // The raw form with k past the candidates: padding is NO_ID and NaN.
+        let k = n + 3;
+        let mut raw_ids = AlignedVec::from_elem(0u64, nq * k);
+        let mut raw_scores = AlignedVec::from_elem(7.0f32, nq * k);
+        store
+            .search_into(&queries, k, &opts, &mut raw_ids, &mut raw_scores)
+            .unwrap_or_else(|e| panic!("{}: {e}", what(k, 0)));
+        let widest = per_k.last().expect("k = n + 3 was searched");
+        for (q, row_hits) in widest.iter().enumerate() {
+            let ids_row = &raw_ids[q * k..(q + 1) * k];
+            let scores_row = &raw_scores[q * k..(q + 1) * k];
+            for (slot, (&id, &score)) in ids_row.iter().zip(scores_row).enumerate() {
+                match row_hits.get(slot) {
+                    Some(h) => assert_eq!((id, score), (h.id, h.score), "{}", what(k, q)),
+                    None => assert!(id == NO_ID && score.is_nan(), "{}: padding", what(k, q)),
+                }
+            }
+        }
         all_results.push((b.name, per_k));
     }
 
