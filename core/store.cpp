@@ -17,6 +17,16 @@ Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric)
 
 Store::~Store() = default;
 
+std::shared_lock<std::shared_mutex> Store::read_lock() const {
+  { std::lock_guard<std::mutex> g(gate_); }
+  return std::shared_lock<std::shared_mutex>(mu_);
+}
+
+std::unique_lock<std::shared_mutex> Store::write_lock() {
+  std::lock_guard<std::mutex> g(gate_);
+  return std::unique_lock<std::shared_mutex>(mu_);
+}
+
 StoreView Store::view() const {
   StoreView v;
   v.vectors = vectors_.data();
@@ -36,7 +46,7 @@ void Store::mirror_update(uint64_t first, uint64_t count) {
 
 void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
   if (count == 0) return;
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto lock = write_lock();
   // Plan first: which ids are new (repeated ids in the batch count once), so
   // every allocation happens before the store changes.
   std::unordered_map<uint64_t, uint64_t> fresh;  // id -> new slot
@@ -77,7 +87,7 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
 }
 
 uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto lock = write_lock();
   uint64_t removed = 0, lo = UINT64_MAX, hi = 0;
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -123,17 +133,17 @@ void Store::compact() {
 }
 
 uint64_t Store::count() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   return slot_of_.size();
 }
 
 uint64_t Store::slot_count() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   return slot_ids_.size();
 }
 
 bool Store::slot_of(uint64_t id, uint64_t& slot) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   auto it = slot_of_.find(id);
   if (it == slot_of_.end()) return false;
   slot = it->second;
@@ -141,7 +151,7 @@ bool Store::slot_of(uint64_t id, uint64_t& slot) const {
 }
 
 bool Store::get(uint64_t id, float* out) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   auto it = slot_of_.find(id);
   if (it == slot_of_.end()) return false;
   convert(vectors_.data() + it->second * row_bytes_, dtype_, out, DType::f32, dim_);
@@ -149,7 +159,7 @@ bool Store::get(uint64_t id, float* out) const {
 }
 
 void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto lock = write_lock();
   std::vector<uint64_t> slots(count);
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -165,7 +175,7 @@ void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
 
 void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
                    uint64_t* out_ids, float* out_scores) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;
   const uint64_t* allow_ptr = nullptr;
@@ -198,7 +208,7 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
 }
 
 StoreContents Store::snapshot() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto lock = read_lock();
   StoreContents c{dim_, dtype_, metric_, {}, {}, {}};
   c.ids.reserve(slot_of_.size());
   c.vectors.reserve(slot_of_.size() * row_bytes_);

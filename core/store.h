@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -70,7 +71,12 @@ class Store {
   const DType dtype_;
   const Metric metric_;
   const size_t row_bytes_;
+  // Readers pass through gate_ before taking mu_ shared; a writer holds gate_
+  // while it waits for mu_, so a stream of searches cannot starve it.
+  mutable std::mutex gate_;
   mutable std::shared_mutex mu_;
+  std::shared_lock<std::shared_mutex> read_lock() const;
+  std::unique_lock<std::shared_mutex> write_lock();
   AlignedBuffer vectors_;
   std::vector<uint64_t> slot_ids_;  // kNoId marks a removed slot
   std::vector<float> norms_, biases_;

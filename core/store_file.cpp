@@ -82,7 +82,7 @@ class Reader {
 
 const char* section(Reader& r, uint32_t tag, uint64_t expect_bytes, const char* name, const std::string& path) {
   if (r.get<uint32_t>(name) != tag) fail(Code::corrupt, path + ": expected the " + name + " section");
-  r.get<uint32_t>(name);
+  if (r.get<uint32_t>(name) != 0) fail(Code::corrupt, path + ": reserved field of the " + name + " section is not zero");
   if (r.get<uint64_t>(name) != expect_bytes) fail(Code::corrupt, path + ": " + name + " section has the wrong size");
   const char* data = r.take(expect_bytes, name);
   if (r.get<uint64_t>(name) != XXH3_64bits(data, expect_bytes))

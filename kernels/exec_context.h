@@ -1,6 +1,7 @@
 // Per-call execution state: a stream, a cuBLAS handle, scratch memory and
 // pinned staging. A backend keeps a small pool so concurrent calls from
-// several host threads each get their own, without device-wide syncs.
+// several host threads each get their own, without device-wide syncs; the
+// buffers only grow, so steady-state calls allocate (and free) nothing.
 #pragma once
 
 #include <cublas_v2.h>
@@ -31,6 +32,7 @@ struct ExecContext {
   cublasHandle_t blas = nullptr;
   DeviceBuffer work;
   DeviceBuffer work2;  // a second region for outputs that outlive a scratch phase
+  DeviceBuffer io;     // inputs and outputs of one call (queries, results)
   PinnedBuffer staging;
 };
 

@@ -82,74 +82,44 @@ void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32
 
 }  // namespace
 
-void CudaBackend::search(const SearchArgs& a) {
-  const auto* ds = static_cast<const DeviceStore*>(a.mirror);
-  if (ds == nullptr) fail(Code::internal, "CUDA search without a device copy of the store");
-  const StoreView& v = *a.store;
-  if (v.slots >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend holds at most 2^32 - 2 slots per store");
-  auto ctx = pool_.acquire();
-  cudaStream_t st = ctx->stream;
-  const uint64_t nq = a.nq, ld = ds->ld();
-  const uint32_t slots = static_cast<uint32_t>(v.slots);
-  const bool fast = cfg_.precision == Precision::fast;
+void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const float* qn, uint64_t nq, uint64_t k,
+                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores) {
+  cudaStream_t st = ctx.stream;
+  StoreRef s = s0;
+  const uint64_t ld = s.ld;
+  const uint32_t slots = s.slots;
   const bool use_gemm = nq >= kGemmMinQueries && slots > 0;
   // Candidates from the GEMM path are re-scored exactly in FAST mode and for
   // L2 (computed there by expansion); keep extra so near-ties survive.
-  const bool rescore = use_gemm && (fast || v.metric == Metric::l2sq);
-  const uint64_t k_eff = std::min<uint64_t>(a.k, std::max<uint32_t>(slots, 1));
-  const uint32_t kc =
-      static_cast<uint32_t>(rescore ? std::min<uint64_t>(std::max<uint32_t>(slots, 1), k_eff + std::max<uint64_t>(k_eff, 16))
-                                    : k_eff);
+  const bool rescore = use_gemm && (fast || s.metric == KeyMetric::l2);
+  const uint32_t kc = search_list_length(slots, k, rescore);
   const bool small = kc <= static_cast<uint32_t>(kSmallKMax);
+  const uint64_t budget = std::max<uint64_t>(workspace, 64ull << 20);
 
-  StoreRef s{ds->vectors(), v.dtype, ld, static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(), ds->biases(),
-             nullptr, a.apply_bias, key_metric(v.metric), false};
-
-  // Fixed regions: queries, their norms, converted queries, filter, lists, outputs.
   Arena fixed;
-  const size_t o_q = fixed.add(nq * ld * 4), o_qn = fixed.add(nq * 4), o_qt = fixed.add(nq * ld * 2);
-  const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
-  const size_t o_allow = fixed.add(a.allow ? words * 8 : 0);
-  const size_t o_lists = fixed.add(nq * kc * sizeof(Cand));
-  const size_t o_ids = fixed.add(nq * a.k * 8), o_scores = fixed.add(nq * a.k * 4);
-  void* fb = ctx->work2.get();
-  if (ctx->work2.size() < fixed.size()) {
-    ctx->work2.reserve(fixed.size());
-    fb = ctx->work2.get();
-  }
-  float* q = at<float>(fb, o_q);
-  float* qn = at<float>(fb, o_qn);
+  const size_t o_lists = fixed.add(nq * kc * sizeof(Cand)), o_qt = fixed.add(nq * ld * 2);
+  ctx.work2.reserve(fixed.size());
+  void* fb = ctx.work2.get();
   Cand* lists = at<Cand>(fb, o_lists);
-  // One pinned staging buffer for the query upload and the result download,
-  // sized once so it is never reallocated while a copy is in flight.
-  ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * std::min<uint64_t>(a.k, kc) * 12) + 16);
-  upload_queries(*ctx, a.queries, nq, v.dim, ld, q);
-  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
-  if (a.allow) {
-    s.allow = at<uint64_t>(fb, o_allow);
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(fb, o_allow), a.allow, words * 8, cudaMemcpyHostToDevice, st));
-  }
-  const uint64_t budget = std::max<uint64_t>(cfg_.workspace_bytes, 64ull << 20);
 
-  if (slots == 0) {
-    // Nothing stored: every result slot is padding, written below.
-  } else if (!use_gemm && small) {
-    const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count_));
-    Cand* cand = static_cast<Cand*>(ctx->scratch(4ull * blocks * kc * sizeof(Cand)));
+  if (slots == 0) return;
+  if (!use_gemm && small) {
+    const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count));
+    Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
     for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
       const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
       const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, st);
       launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
     }
-  } else if (!use_gemm || (!small && (static_cast<uint64_t>(slots) * 4 * (v.dtype == DType::f32 || fast ? 1 : 1 + ld) >
-                                      budget / 2))) {
+  } else if (!use_gemm || (!small && static_cast<uint64_t>(slots) * 4 *
+                                             (s.dtype == DType::f32 || fast ? 1 : 1 + ld) > budget / 2)) {
     // Exact keys for every slot, then radix selection, query chunk by chunk.
     const uint64_t row = static_cast<uint64_t>(slots) * 4;
     const uint64_t qc = std::max<uint64_t>(1, std::min<uint64_t>(nq, budget / 2 / row));
     const size_t sel = large_select_temp_bytes(static_cast<uint32_t>(qc), kc);
     Arena ar;
     const size_t o_keys = ar.add(qc * row), o_sel = ar.add(sel);
-    void* w = ctx->scratch(ar.size());
+    void* w = ctx.scratch(ar.size());
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       float* keys = at<float>(w, o_keys);
@@ -159,13 +129,13 @@ void CudaBackend::search(const SearchArgs& a) {
   } else {
     // GEMM path: query chunks x slot tiles of dot products, then keys, then
     // selection into per-query candidate lists.
-    const bool widen = v.dtype != DType::f32 && !fast;
+    const bool widen = s.dtype != DType::f32 && !fast;
     const void* qmat = q;
     cudaDataType_t qtype = CUDA_R_32F;
-    if (v.dtype != DType::f32 && fast) {
-      launch_f32_to(v.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+    if (s.dtype != DType::f32 && fast) {
+      launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
       qmat = at<void>(fb, o_qt);
-      qtype = cuda_type(v.dtype);
+      qtype = cuda_type(s.dtype);
     }
     uint64_t qc = std::min<uint64_t>(nq, 8192);
     uint32_t tn = 0, ntiles = 0;
@@ -179,7 +149,7 @@ void CudaBackend::search(const SearchArgs& a) {
       if (small) t = t >= slots ? slots : std::max<uint64_t>(256, t / 256 * 256);
       tn = static_cast<uint32_t>(std::min<uint64_t>(t, slots));
       ntiles = ceil_div(slots, tn);
-      bpr = small ? std::max(1u, std::min(ceil_div(2ull * sm_count_, qc), ceil_div(tn, 4096))) : 1;
+      bpr = small ? std::max(1u, std::min(ceil_div(2ull * sm_count, qc), ceil_div(tn, 4096))) : 1;
       sel = small ? 0 : large_select_temp_bytes(static_cast<uint32_t>(qc), kc);
       ar = Arena();
       o_dots = ar.add(qc * tn * 4);
@@ -189,7 +159,7 @@ void CudaBackend::search(const SearchArgs& a) {
       if (ar.size() <= budget || qc == 1) break;
       qc = (qc + 1) / 2;
     }
-    void* w = ctx->scratch(ar.size());
+    void* w = ctx.scratch(ar.size());
     float* dots = at<float>(w, o_dots);
     float* wide = widen ? at<float>(w, o_wide) : nullptr;
     Cand* cand = at<Cand>(w, o_cand);
@@ -201,8 +171,8 @@ void CudaBackend::search(const SearchArgs& a) {
         const uint32_t first = t * tn, width = std::min(tn, slots - first);
         if (widen)
           launch_widen_rows(static_cast<const unsigned char*>(s.vectors) + static_cast<uint64_t>(first) * ld * 2,
-                            v.dtype, width, ld, wide, st);
-        gemm(*ctx, s, fast, first, width, qm, qtype, n, wide, dots);
+                            s.dtype, width, ld, wide, st);
+        gemm(ctx, s, fast, first, width, qm, qtype, n, wide, dots);
         launch_finish_keys(s, qn + q0, n, first, width, dots, st);
         if (small)
           launch_select_rows(dots, n, width, first, kc, bpr, s.ids, cand, cand_stride,
@@ -216,23 +186,63 @@ void CudaBackend::search(const SearchArgs& a) {
       launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
       if (!small) {
         const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
-        sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx->scratch(tb), tb, st);
+        sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx.scratch(tb), tb, st);
       }
     }
   }
-  uint64_t* d_ids = at<uint64_t>(fb, o_ids);
-  float* d_scores = at<float>(fb, o_scores);
-  const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(a.k, kc));
-  if (slots > 0) launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, s.ids, s.metric, d_ids, d_scores, st);
-  // Copy back: the first emit_k columns come from the device, the rest is
-  // padding (k beyond the slot count).
+  const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(k, kc));
+  launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, s.ids, s.metric, d_ids, d_scores, st);
+}
+
+uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore) {
+  const uint64_t cap = std::max<uint32_t>(slots, 1);
+  const uint64_t k_eff = std::min<uint64_t>(k, cap);
+  return static_cast<uint32_t>(rescore ? std::min<uint64_t>(cap, k_eff + std::max<uint64_t>(k_eff, 16)) : k_eff);
+}
+
+void CudaBackend::search(const SearchArgs& a) {
+  const auto* ds = static_cast<const DeviceStore*>(a.mirror);
+  if (ds == nullptr) fail(Code::internal, "CUDA search without a device copy of the store");
+  const StoreView& v = *a.store;
+  if (v.slots >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend holds at most 2^32 - 2 slots per store");
+  auto ctx = pool_.acquire();
+  cudaStream_t st = ctx->stream;
+  const uint64_t nq = a.nq, ld = ds->ld();
+  const uint32_t slots = static_cast<uint32_t>(v.slots);
+  // The widest list the device part may produce bounds the columns copied back.
+  const uint32_t emit_k = std::min<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(a.k, 0xffffffffu)),
+                                             search_list_length(slots, a.k, false));
+  StoreRef s{ds->vectors(), v.dtype, ld, static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(), ds->biases(),
+             nullptr, a.apply_bias, key_metric(v.metric), false};
+  Arena io;
+  const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
+  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_allow = io.add(a.allow ? words * 8 : 0);
+  const size_t o_ids = io.add(nq * emit_k * 8), o_scores = io.add(nq * emit_k * 4);
+  DeviceBuffer& iob = ctx->io;
+  iob.reserve(io.size());
+  float* q = at<float>(iob.get(), o_q);
+  float* qn = at<float>(iob.get(), o_qn);
+  // One pinned staging buffer for the query upload and the result download,
+  // sized once so it is never reallocated while a copy is in flight.
+  ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * emit_k * 12) + 16);
+  upload_queries(*ctx, a.queries, nq, v.dim, ld, q);
+  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+  if (a.allow) {
+    s.allow = at<uint64_t>(iob.get(), o_allow);
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), a.allow, words * 8, cudaMemcpyHostToDevice, st));
+  }
+  uint64_t* d_ids = at<uint64_t>(iob.get(), o_ids);
+  float* d_scores = at<float>(iob.get(), o_scores);
+  device_search(*ctx, s, q, qn, nq, a.k, cfg_.precision == Precision::fast, cfg_.workspace_bytes, sm_count_, d_ids,
+                d_scores);
   auto* h_ids = ctx->staging.get<uint64_t>();
   auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
-  if (slots > 0) {
+  if (slots > 0 && emit_k > 0) {
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids, d_ids, nq * emit_k * 8, cudaMemcpyDeviceToHost, st));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_scores, d_scores, nq * emit_k * 4, cudaMemcpyDeviceToHost, st));
   }
   ctx->sync();
+  // Columns past the candidates (k beyond the slot count) are padding.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (uint64_t i = 0; i < nq; ++i) {
     for (uint64_t j = 0; j < a.k; ++j) {

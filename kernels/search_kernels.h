@@ -87,6 +87,16 @@ void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const 
 // L2 norms of n rows of dtype t with row length ld.
 void launch_stored_norms(const void* rows, DType t, uint64_t n, uint64_t ld, float* norms, cudaStream_t st);
 
+// Length of the per-query candidate lists a search keeps.
+uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore);
+
+struct ExecContext;
+// The device part of a search: queries q [nq x ld] (zero padded) and their
+// norms qn already on the device; writes d_ids / d_scores [nq x min(k, L)]
+// where L = search_list_length(slots, k, false) <= slots.
+void device_search(ExecContext& ctx, const StoreRef& s, const float* q, const float* qn, uint64_t nq, uint64_t k,
+                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
+
 // Query norms (f32) and conversions.
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st);
 void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_t st);

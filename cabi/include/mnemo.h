@@ -185,7 +185,8 @@ MNEMO_API uint32_t mnemo_abi_version(void);
 MNEMO_API const char* mnemo_build_info(void);
 
 /* Allocates `bytes` (> 0) of host memory aligned to MNEMO_ALIGNMENT into *out.
-   Errors: NULL_POINTER (out), INVALID_ARGUMENT (bytes = 0), OUT_OF_MEMORY. */
+   Errors: NULL_POINTER (out), INVALID_ARGUMENT (bytes = 0), OVERFLOW (bytes
+   beyond the address space), OUT_OF_MEMORY. */
 MNEMO_API mnemo_status mnemo_alloc(uint64_t bytes, void** out);
 
 /* Frees memory from mnemo_alloc. NULL is accepted and ignored. */
@@ -429,16 +430,17 @@ MNEMO_API mnemo_resample_options mnemo_resample_options_default(void);
    (F32 or F64); out: [batch x n_tgt x dim] of data_dtype.
    Per row, with S valid source times t_0 <= t_1 <= ... <= t_{S-1} (checked)
    and a target time t (targets may come in any order):
-     - S = 1: the output is sample 0;
-     - else i = the largest index in [0, S-2] with t_i <= t, or 0 if t < t_0;
+     - S = 1, or t >= t_{S-1}: the output is the last sample (an exact copy);
+     - t < t_0: the first sample (an exact copy);
+     - else i = the largest index with t_i <= t (so t_i <= t < t_{i+1}:
+       equal neighbouring times form an empty interval that no target falls
+       in, and a target equal to a repeated time takes the last sample of
+       that time, the left end of the interval that follows),
        w = (t - t_i) / (t_{i+1} - t_i) computed in time_dtype and clamped to
-       [0, 1], or w = 0 when t_{i+1} = t_i (equal neighbouring times take the
-       left sample);
-     - out = fma(w, b - a, a) in f32 with a = sample i, b = sample i+1, except
-       that w = 0 gives a and w = 1 gives b exactly; the result is rounded to
+       [0, 1], and out = fma(w, b - a, a) in f32 with a = sample i and
+       b = sample i+1 (w = 0 gives a and w = 1 gives b exactly), rounded to
        data_dtype.
-   So targets before the first time take the first sample and targets after
-   the last time the last sample (or the left one of equal final times).
+   This is numpy.interp's rule, applied to every dimension.
    opts may be NULL.
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (n_src = 0, dim = 0, a
    length out of range), DTYPE, OVERFLOW, NOT_SORTED (names row and index),

@@ -1,5 +1,5 @@
-// Trajectory resampling by linear interpolation, with the clamping and
-// equal-time rules of mnemo.h spelled out in interval_of().
+// Trajectory resampling by linear interpolation, with the end and
+// equal-time rules of mnemo.h (numpy.interp's).
 #include <cmath>
 #include <cstring>
 
@@ -9,11 +9,12 @@ namespace mnemo::cpu {
 
 namespace {
 
-// Interval and weight for target t over times[0..S): i in [0, S-2] is the
-// last index with times[i] <= t (0 if none); w in [0, 1].
+// Interval and weight for target t over times[0..S), S >= 2, with
+// times[0] <= t < times[S-1]: i is the last index with times[i] <= t, so
+// times[i] <= t < times[i+1] and the denominator is positive.
 template <class T>
 inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) {
-  uint64_t lo = 0, hi = S - 1;  // invariant: answer in [lo, hi - 1]
+  uint64_t lo = 0, hi = S - 1;  // times[lo] <= t < times[hi]
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
     if (times[mid] <= t)
@@ -22,12 +23,7 @@ inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) 
       hi = mid;
   }
   i = lo;
-  const T t0 = times[lo], t1 = times[lo + 1];
-  if (!(t1 > t0)) {
-    w = 0.0f;
-    return;
-  }
-  T r = (t - t0) / (t1 - t0);
+  T r = (t - times[lo]) / (times[lo + 1] - times[lo]);
   r = r < T(0) ? T(0) : (r > T(1) ? T(1) : r);
   w = static_cast<float>(r);
 }
@@ -52,13 +48,20 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
       continue;
     }
     const unsigned char* row = data + b * a.n_src * D * esz;
-    if (S == 1) {
+    const T* times = st + b * a.n_src;
+    const T target = tt[b * a.n_tgt + t];
+    // Outside the range (or a single sample): an exact copy of an end sample.
+    if (S == 1 || target >= times[S - 1]) {
+      std::memcpy(dst, row + (S - 1) * D * esz, D * esz);
+      continue;
+    }
+    if (target < times[0]) {
       std::memcpy(dst, row, D * esz);
       continue;
     }
     uint64_t i;
     float w;
-    interval_of<T>(st + b * a.n_src, S, tt[b * a.n_tgt + t], i, w);
+    interval_of<T>(times, S, target, i, w);
     const void* pa = row + i * D * esz;
     const void* pb = row + (i + 1) * D * esz;
     // The end weights copy a sample exactly, whatever its dtype.

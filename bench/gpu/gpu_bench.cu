@@ -1,0 +1,296 @@
+// The GPU side of the benchmark: floors measured in this run (device read
+// bandwidth, copy bandwidth, cuBLAS matrix rates) and mnemo's search paths
+// on device-resident data, timed with CUDA events (median of repeats after
+// warm-up). Inputs that would fit in L2 are rotated among copies. Writes one
+// JSON object per line to the file named by argv[1]; the PyTorch peer runs
+// the same workloads from torch_peer.py in the same job.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda_backend.h"
+#include "exec_context.h"
+#include "mnemo.h"
+#include "search_kernels.h"
+
+using namespace mnemo;
+using namespace mnemo::cuda;
+
+namespace {
+
+FILE* g_out = nullptr;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median milliseconds of fn() over `reps` runs after `warm` warm-up runs.
+double time_ms(cudaStream_t st, const std::function<void(int)>& fn, int reps = 20, int warm = 3) {
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "event");
+  check(cudaEventCreate(&b), "event");
+  for (int i = 0; i < warm; ++i) fn(i);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(a, st), "record");
+    fn(i);
+    check(cudaEventRecord(b, st), "record");
+    check(cudaEventSynchronize(b), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return median(t);
+}
+
+__global__ void fill_random(float* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    p[i] = static_cast<float>(x >> 40) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  }
+}
+
+__global__ void to_half(const float* s, __half* d, uint64_t n) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    d[i] = __float2half(s[i]);
+}
+
+__global__ void iota_ids(uint64_t* ids, uint64_t n) {
+  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) ids[i] = i;
+}
+
+__global__ void read_kernel(const float4* p, uint64_t n, float* sink) {
+  float acc = 0.0f;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const float4 v = __ldg(p + i);
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 12345.678f) *sink = acc;  // keeps the loads alive
+}
+
+void row(const std::string& workload, const std::string& impl, double ms, double floor_ms, const std::string& extra = "") {
+  std::fprintf(g_out,
+               "{\"workload\": \"%s\", \"impl\": \"%s\", \"median_ms\": %.6f, \"floor_ms\": %.6f, \"pct_of_floor\": "
+               "%.1f%s}\n",
+               workload.c_str(), impl.c_str(), ms, floor_ms, 100.0 * floor_ms / ms, extra.c_str());
+  std::fflush(g_out);
+  std::printf("%-44s %-22s %9.4f ms  floor %8.4f ms  %5.1f%%\n", workload.c_str(), impl.c_str(), ms, floor_ms,
+              100.0 * floor_ms / ms);
+}
+
+struct Floors {
+  double read_gbs, copy_gbs, tf32_tflops, fp16_tflops, fp32_tflops;
+};
+
+Floors measure_floors(ExecContext& ctx) {
+  Floors f{};
+  const uint64_t n = 1ull << 30;  // 4 GiB of floats
+  DeviceBuffer a(n * 4), b(n * 4), sink(4);
+  fill_random<<<4096, 256, 0, ctx.stream>>>(a.get<float>(), n, 1);
+  const double r = time_ms(ctx.stream, [&](int) {
+    read_kernel<<<132 * 16, 512, 0, ctx.stream>>>(a.get<float4>(), n / 4, sink.get<float>());
+  }, 10, 2);
+  f.read_gbs = n * 4 / (r * 1e-3) / 1e9;
+  const double c = time_ms(ctx.stream, [&](int) {
+    check(cudaMemcpyAsync(b.get(), a.get(), n * 4, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+  }, 10, 2);
+  f.copy_gbs = 2.0 * n * 4 / (c * 1e-3) / 1e9;
+  const int m = 8192;
+  DeviceBuffer x(static_cast<size_t>(m) * m * 4), y(static_cast<size_t>(m) * m * 4), z(static_cast<size_t>(m) * m * 4);
+  fill_random<<<4096, 256, 0, ctx.stream>>>(x.get<float>(), static_cast<uint64_t>(m) * m, 2);
+  fill_random<<<4096, 256, 0, ctx.stream>>>(y.get<float>(), static_cast<uint64_t>(m) * m, 3);
+  const float one = 1.0f, zero = 0.0f;
+  auto gemm_rate = [&](cudaDataType_t t, cublasComputeType_t comp) {
+    const double ms = time_ms(ctx.stream, [&](int) {
+      check_blas(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, x.get(), t, m, y.get(), t, m, &zero,
+                              z.get(), CUDA_R_32F, m, comp, CUBLAS_GEMM_DEFAULT),
+                 "gemm");
+    }, 5, 2);
+    return 2.0 * m * m * static_cast<double>(m) / (ms * 1e-3) / 1e12;
+  };
+  f.tf32_tflops = gemm_rate(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);
+  f.fp32_tflops = gemm_rate(CUDA_R_32F, CUBLAS_COMPUTE_32F);
+  DeviceBuffer hx(static_cast<size_t>(m) * m * 2), hy(static_cast<size_t>(m) * m * 2);
+  to_half<<<4096, 256, 0, ctx.stream>>>(x.get<float>(), hx.get<__half>(), static_cast<uint64_t>(m) * m);
+  to_half<<<4096, 256, 0, ctx.stream>>>(y.get<float>(), hy.get<__half>(), static_cast<uint64_t>(m) * m);
+  {
+    const double ms = time_ms(ctx.stream, [&](int) {
+      check_blas(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, hx.get(), CUDA_R_16F, m, hy.get(),
+                              CUDA_R_16F, m, &zero, z.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "gemm");
+    }, 5, 2);
+    f.fp16_tflops = 2.0 * m * m * static_cast<double>(m) / (ms * 1e-3) / 1e12;
+  }
+  check(cudaStreamSynchronize(ctx.stream), "sync");
+  std::printf("floors: read %.0f GB/s, copy %.0f GB/s, fp32 %.1f TF/s, tf32 %.1f TF/s, fp16 %.1f TF/s\n", f.read_gbs,
+              f.copy_gbs, f.fp32_tflops, f.tf32_tflops, f.fp16_tflops);
+  std::fprintf(g_out,
+               "{\"workload\": \"floors\", \"impl\": \"measured\", \"read_gbs\": %.1f, \"copy_gbs\": %.1f, "
+               "\"fp32_tflops\": %.2f, \"tf32_tflops\": %.2f, \"fp16_tflops\": %.2f}\n",
+               f.read_gbs, f.copy_gbs, f.fp32_tflops, f.tf32_tflops, f.fp16_tflops);
+  return f;
+}
+
+// A resident store of n random rows (unit-normalised norms computed), with
+// `copies` independent copies to rotate through when it would sit in L2.
+struct BenchStore {
+  std::vector<DeviceBuffer> vecs;
+  DeviceBuffer ids, norms, biases;
+  DType dtype;
+  uint64_t n, dim;
+  StoreRef ref(int copy, KeyMetric metric) const {
+    return StoreRef{vecs[copy % vecs.size()].get(), dtype, dim, static_cast<uint32_t>(dim), static_cast<uint32_t>(n),
+                    ids.get<uint64_t>(), norms.get<float>(), biases.get<float>(), nullptr, false, metric, false};
+  }
+};
+
+BenchStore make_store(ExecContext& ctx, DType dt, uint64_t n, uint64_t dim, int copies) {
+  BenchStore s;
+  s.dtype = dt;
+  s.n = n;
+  s.dim = dim;
+  DeviceBuffer tmp(n * dim * 4);
+  for (int c = 0; c < copies; ++c) {
+    fill_random<<<4096, 256, 0, ctx.stream>>>(tmp.get<float>(), n * dim, 100 + c);
+    DeviceBuffer v(n * dim * dtype_size(dt));
+    if (dt == DType::f32)
+      check(cudaMemcpyAsync(v.get(), tmp.get(), n * dim * 4, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    else
+      to_half<<<4096, 256, 0, ctx.stream>>>(tmp.get<float>(), v.get<__half>(), n * dim);
+    s.vecs.push_back(std::move(v));
+  }
+  s.ids.resize(n * 8);
+  s.norms.resize(n * 4);
+  s.biases.resize(n * 4);
+  iota_ids<<<ceil_div(n, 256), 256, 0, ctx.stream>>>(s.ids.get<uint64_t>(), n);
+  check(cudaMemsetAsync(s.biases.get(), 0, n * 4, ctx.stream), "memset");
+  launch_stored_norms(s.vecs[0].get(), dt, n, dim, s.norms.get<float>(), ctx.stream);
+  check(cudaStreamSynchronize(ctx.stream), "sync");
+  return s;
+}
+
+void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DType dt, uint64_t n, uint64_t dim,
+                  uint64_t nq, uint64_t k, bool fast, KeyMetric metric, int sms) {
+  const uint64_t bytes = n * dim * dtype_size(dt);
+  const int copies = bytes < (180ull << 20) ? static_cast<int>(std::min<uint64_t>(8, (600ull << 20) / bytes + 1)) : 1;
+  BenchStore s = make_store(ctx, dt, n, dim, copies);
+  DeviceBuffer q(nq * dim * 4), qn(nq * 4), ids(nq * k * 8), scores(nq * k * 4);
+  fill_random<<<256, 256, 0, ctx.stream>>>(q.get<float>(), nq * dim, 7);
+  launch_row_norms(q.get<float>(), static_cast<uint32_t>(nq), dim, qn.get<float>(), ctx.stream);
+  const double ms = time_ms(ctx.stream, [&](int i) {
+    device_search(ctx, s.ref(i, metric), q.get<float>(), qn.get<float>(), nq, k, fast, 1ull << 30, sms,
+                  ids.get<uint64_t>(), scores.get<float>());
+  });
+  // Floor: the store read once, or the GEMM flops at the matrix rate in use.
+  const double read_ms = bytes / (f.read_gbs * 1e9) * 1e3;
+  double gemm_ms = 0.0;
+  if (nq >= kGemmMinQueries) {
+    const double rate = fast ? (dt == DType::f32 ? f.tf32_tflops : f.fp16_tflops) : f.fp32_tflops;
+    gemm_ms = 2.0 * nq * n * dim / (rate * 1e12) * 1e3;
+  }
+  row(name, fast ? "mnemo (FAST)" : "mnemo", ms, std::max(read_ms, gemm_ms));
+}
+
+// The whole host call through the C ABI (query upload, search, results
+// back), timed with the host clock: what a caller with host data sees.
+void bench_host_call(const Floors& f) {
+  const uint64_t n = 10000, dim = 768;
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CUDA;
+  mnemo_runtime* rt = nullptr;
+  if (mnemo_runtime_create(&o, &rt) != MNEMO_OK) {
+    std::printf("host call: no CUDA runtime: %s\n", mnemo_last_error());
+    return;
+  }
+  mnemo_store* st = nullptr;
+  mnemo_store_create(rt, dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &st);
+  float *v = nullptr, *q = nullptr, *sc = nullptr;
+  uint64_t *ids = nullptr, *out = nullptr;
+  mnemo_alloc(n * dim * 4, reinterpret_cast<void**>(&v));
+  mnemo_alloc(n * 8, reinterpret_cast<void**>(&ids));
+  mnemo_alloc(dim * 4, reinterpret_cast<void**>(&q));
+  mnemo_alloc(10 * 8, reinterpret_cast<void**>(&out));
+  mnemo_alloc(10 * 4, reinterpret_cast<void**>(&sc));
+  uint64_t x = 88172645463325252ull;
+  for (uint64_t i = 0; i < n * dim; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v[i] = static_cast<float>(x >> 40) / (1u << 24) - 0.5f;
+  }
+  for (uint64_t i = 0; i < n; ++i) ids[i] = i;
+  for (uint64_t d = 0; d < dim; ++d) q[d] = v[d] + 0.01f;
+  mnemo_store_add(st, ids, v, MNEMO_DTYPE_F32, n);
+  std::vector<double> t;
+  for (int i = 0; i < 220; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    const mnemo_status s = mnemo_store_search(st, q, 1, 10, nullptr, out, sc);
+    const auto b = std::chrono::steady_clock::now();
+    if (s != MNEMO_OK) {
+      std::printf("host call failed: %s\n", mnemo_last_error());
+      break;
+    }
+    if (i >= 20) t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
+  }
+  if (!t.empty()) row("recall 1q x 10k x 768 f32 cosine k=10 (host call)", "mnemo", median(t),
+                      n * dim * 4 / (f.read_gbs * 1e9) * 1e3);
+  mnemo_free(v), mnemo_free(ids), mnemo_free(q), mnemo_free(out), mnemo_free(sc);
+  mnemo_store_destroy(st);
+  mnemo_runtime_destroy(rt);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* path = argc > 1 ? argv[1] : "mnemo_gpu.jsonl";
+  g_out = std::fopen(path, "w");
+  if (!g_out) return 1;
+  try {
+    ExecContext ctx(0);
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "props");
+    std::printf("device: %s, %d SMs, %.0f GiB\n", prop.name, prop.multiProcessorCount,
+                prop.totalGlobalMem / double(1ull << 30));
+    std::fprintf(g_out, "{\"workload\": \"device\", \"impl\": \"%s\", \"sms\": %d}\n", prop.name,
+                 prop.multiProcessorCount);
+    const Floors f = measure_floors(ctx);
+    const int sms = prop.multiProcessorCount;
+    bench_search(ctx, f, "recall 1q x 1M x 768 f32 cosine k=10", DType::f32, 1000000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 1M x 768 f16 cosine k=10", DType::f16, 1000000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 10k x 768 f32 cosine k=10", DType::f32, 10000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, true,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 10000q x 1M x 128 f32 k=10", DType::f32, 1000000, 128, 10000, 10, true,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 10000q x 1M x 128 f16 k=10", DType::f16, 1000000, 128, 10000, 10, true,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=1024", DType::f32, 1000000, 768, 100, 1024, true,
+                 KeyMetric::cosine, sms);
+    bench_host_call(f);
+    bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
+                 sms);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    return 1;
+  }
+  std::fclose(g_out);
+  return 0;
+}

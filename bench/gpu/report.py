@@ -1,0 +1,78 @@
+"""Joins the mnemo and PyTorch GPU rows of one run into the results table:
+JSON lines (workload, impl, median_ms, floor_ms, pct_of_floor, ratio_vs), a
+markdown table and a bar chart of the speed-up over the best torch variant.
+Usage: report.py MNEMO_JSONL TORCH_JSONL OUT_DIR"""
+import json
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def main(mnemo_path, torch_path, out_dir):
+    mn = load(mnemo_path)
+    tr = load(torch_path) if os.path.exists(torch_path) else []
+    device = next((r["impl"] for r in mn if r["workload"] == "device"), "GPU")
+    floors = next((r for r in mn if r["workload"] == "floors"), {})
+    rows = []
+    for r in mn:
+        if r["workload"] in ("device", "floors"):
+            continue
+        base = r["workload"].replace(" (host call)", "")
+        peers = {t["impl"]: t["median_ms"] for t in tr if t["workload"] == base}
+        r["ratio_vs"] = {k: round(v / r["median_ms"], 3) for k, v in peers.items()}
+        r["device"] = device
+        rows.append(r)
+    for t in tr:
+        floor = next((r["floor_ms"] for r in rows if r["workload"] == t["workload"]), None)
+        rows.append({"workload": t["workload"], "impl": t["impl"], "median_ms": t["median_ms"],
+                     "floor_ms": floor, "pct_of_floor": round(100 * floor / t["median_ms"], 1) if floor else None,
+                     "ratio_vs": {}, "device": device})
+    with open(os.path.join(out_dir, "h200-latest.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    lines = [f"Device: {device}. Floors measured in the same run: read {floors.get('read_gbs', 0):.0f} GB/s, "
+             f"copy {floors.get('copy_gbs', 0):.0f} GB/s (read+write), FP32 {floors.get('fp32_tflops', 0):.1f}, "
+             f"TF32 {floors.get('tf32_tflops', 0):.1f}, FP16 {floors.get('fp16_tflops', 0):.1f} TFLOP/s.", "",
+             "| workload | impl | median ms | floor ms | % of floor | best torch ms | speed-up vs torch |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["impl"].startswith("torch"):
+            continue
+        best = min(r["ratio_vs"].items(), key=lambda kv: kv[1]) if r["ratio_vs"] else None
+        tms = f"{best[1] * r['median_ms']:.3f} ({best[0]})" if best else "-"
+        sp = f"{best[1]:.2f}x" if best else "-"
+        lines.append(f"| {r['workload']} | {r['impl']} | {r['median_ms']:.4f} | {r['floor_ms']:.4f} | "
+                     f"{r['pct_of_floor']:.0f}% | {tms} | {sp} |")
+    table = "\n".join(lines) + "\n"
+    with open(os.path.join(out_dir, "gpu-table.md"), "w") as f:
+        f.write(table)
+    print(table)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        labels, vals = [], []
+        for r in rows:
+            if r["impl"].startswith("torch") or not r["ratio_vs"]:
+                continue
+            labels.append(f"{r['workload']}\n{r['impl']}")
+            vals.append(min(r["ratio_vs"].values()))
+        fig, ax = plt.subplots(figsize=(10, 0.5 * len(labels) + 1.5))
+        ax.barh(range(len(vals)), vals, color=["#2a7" if v >= 1 else "#c44" for v in vals])
+        ax.set_yticks(range(len(vals)))
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xlabel("speed-up over the best torch variant (torch time / mnemo time)")
+        ax.set_title(f"mnemo vs PyTorch on {device}")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "gpu-speedup.png"), dpi=110)
+    except Exception as e:  # the table is the result; the plot is a view of it
+        print(f"plot skipped: {e}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

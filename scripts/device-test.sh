@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Every GPU test and benchmark of mnemo, in one call on the GPU machine.
+#
+#   scripts/device-test.sh bundle      on the build machine (no GPU needed): builds
+#                                      build-device/ with the CUDA module for sm_80 and
+#                                      sm_90 and copies the binaries, libraries and the
+#                                      non-system shared libraries they need into .device/
+#   scripts/device-test.sh run [OUT]   on the GPU machine (CUDA 13, PyTorch, no Debian
+#                                      extras): GPU tests (also under compute-sanitizer),
+#                                      the ABI suite on the CUDA backend, the Python tests
+#                                      on CUDA, the GPU benchmark against PyTorch; logs and
+#                                      results into OUT ($OUT, else ./device-out), then a
+#                                      short table last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+
+bundle() {
+  set -e
+  cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=ON -DMNEMO_BUILD_TESTS=ON \
+    -DMNEMO_BUILD_BENCH=ON "-DCMAKE_CUDA_ARCHITECTURES=80-real;90-real;90-virtual" >/dev/null
+  cmake --build build-device -j"$(nproc)"
+  rm -rf .device && mkdir -p .device/bin .device/lib
+  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_demo; do
+    cp "build-device/bin/$b" .device/bin/
+  done
+  cp -P build-device/lib/libmnemo.so* build-device/lib/libmnemo_cuda.so .device/lib/
+  # Shared libraries from this machine's packages that the GPU machine lacks.
+  for lib in libgomp.so.1 libxxhash.so.0; do
+    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .device/lib/
+  done
+  # The Rust differential tests, when the crate's test binary was built.
+  if [ -n "${MNEMO_RUST_TEST_BIN:-}" ] && [ -x "$MNEMO_RUST_TEST_BIN" ]; then
+    cp "$MNEMO_RUST_TEST_BIN" .device/bin/rust_differential
+  fi
+  strip --strip-unneeded .device/bin/* .device/lib/*.so* 2>/dev/null || true
+  du -sh .device
+}
+
+run() {
+  local out=${1:-${OUT:-device-out}}
+  mkdir -p "$out"
+  local log="$out/tests.log"
+  : >"$log"
+  local cublas
+  cublas=$(ldconfig -p | awk '/libcublas.so.13/ { print $NF; exit }')
+  [ -n "$cublas" ] || cublas=$(find /usr/local /opt -name 'libcublas.so.13' 2>/dev/null | head -n1)
+  export LD_LIBRARY_PATH="$PWD/.device/lib:$(dirname "${cublas:-/usr/local/cuda/lib64/x}"):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  export MNEMO_BACKEND_DIR="$PWD/.device/lib"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
+  declare -a names results
+  step() {  # step NAME TIMEOUT CMD...: runs one step, logs it, records pass/fail
+    local name=$1 limit=$2
+    shift 2
+    echo "===== $name: $*" >>"$log"
+    local t0=$SECONDS
+    timeout "$limit" "$@" >>"$log" 2>&1
+    local rc=$?
+    names+=("$name")
+    results+=("$([ $rc -eq 0 ] && echo pass || echo "FAIL rc=$rc") ($((SECONDS - t0)) s)")
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? (passed|failed)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -n 3 >/dev/null
+  }
+  step "gpu tests" 200 .device/bin/mnemo_gpu_tests --gtest_brief=1
+  step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
+  if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
+  step "memcheck (subset)" 240 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2Sq_d96_n6000_q17_k300_fast*"
+  step "racecheck (subset)" 180 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*"
+  fi
+  if python3 -c "import numpy, pytest" 2>/dev/null; then
+    step "python on CUDA" 120 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
+      python3 -m pytest -q -p no:cacheprovider python/tests
+  fi
+  if [ -x .device/bin/rust_differential ]; then
+    step "rust differential" 300 env MNEMO_TEST_CUDA=1 .device/bin/rust_differential
+  fi
+  step "gpu benchmark" 200 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
+  step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
+  step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
+  echo
+  echo "== test summaries"
+  grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]|tests? ran|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 40
+  echo
+  [ -f "$out/gpu-table.md" ] && cat "$out/gpu-table.md"
+  echo
+  echo "== steps"
+  local i
+  for i in "${!names[@]}"; do printf '%-22s %s\n' "${names[$i]}" "${results[$i]}"; done
+}
+
+case "$mode" in
+  bundle) bundle ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: $0 bundle | run [OUT]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,292 @@
+// The CUDA backend against the float64 reference and against the CPU
+// backend on identical inputs: every search path (fused scan, GEMM tiles,
+// radix selection for large k, FAST re-scoring), filters, bias, updates of
+// the resident store, ties, workspace tiling and concurrent searches.
+// Skips, saying why, where no CUDA backend can be created.
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "../store_model.h"
+#include "../topk_check.h"
+
+namespace {
+
+using mt::Matrix;
+using mt::Results;
+using mt::StoreModel;
+
+// A CUDA runtime, or a skip with the reason.
+mt::RuntimePtr cuda_runtime(int32_t precision, uint64_t workspace = 0, std::string* why = nullptr) {
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CUDA;
+  o.precision = precision;
+  o.workspace_bytes = workspace;
+  mnemo_runtime* rt = nullptr;
+  const mnemo_status s = mnemo_runtime_create(&o, &rt);
+  if (s != MNEMO_OK && why) *why = mnemo_last_error();
+  return mt::RuntimePtr(s == MNEMO_OK ? rt : nullptr);
+}
+
+mt::RuntimePtr cpu_runtime() {
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CPU;
+  return mt::make_runtime(o);
+}
+
+#define REQUIRE_CUDA(rt)                                              \
+  std::string why_;                                                   \
+  auto rt = cuda_runtime(MNEMO_PRECISION_EXACT, 0, &why_);            \
+  if (!rt) GTEST_SKIP() << "no CUDA backend on this machine: " << why_
+
+std::vector<uint64_t> spread_ids(std::mt19937_64& rng, size_t n) {
+  std::set<uint64_t> seen;
+  std::vector<uint64_t> ids;
+  while (ids.size() < n) {
+    const uint64_t id = rng() >> 1;
+    if (seen.insert(id).second) ids.push_back(id);
+  }
+  return ids;
+}
+
+struct Case {
+  size_t n, dim, nq, k;
+  int32_t dtype, metric, precision;
+  uint64_t workspace;
+};
+
+std::string name_of(const Case& c) {
+  return mt::case_name(c.dtype, c.metric, c.dim) + "_n" + std::to_string(c.n) + "_q" + std::to_string(c.nq) + "_k" +
+         std::to_string(c.k) + (c.precision == MNEMO_PRECISION_FAST ? "_fast" : "_exact") +
+         (c.workspace ? "_ws" + std::to_string(c.workspace >> 20) : "");
+}
+
+// Builds the same store on the CPU and the GPU: add, upsert a tenth, remove a
+// tenth (below the compaction threshold), bias a tenth; then searches plain,
+// with an id filter, with a slot bitmap and with bias, checking the GPU
+// against the reference and against the CPU.
+void run_case(const Case& c) {
+  std::string why;
+  auto gpu = cuda_runtime(c.precision, c.workspace, &why);
+  if (!gpu) GTEST_SKIP() << "no CUDA backend on this machine: " << why;
+  auto cpu = cpu_runtime();
+  auto rng = mt::rng_for_test();
+  const bool unit = c.metric == MNEMO_METRIC_DOT;
+  auto sg = mt::make_store(c.dim, c.dtype, c.metric, gpu.get());
+  auto sc = mt::make_store(c.dim, c.dtype, c.metric, cpu.get());
+  ASSERT_TRUE(sg && sc);
+  StoreModel model(c.dim, c.dtype, c.metric);
+  const auto ids = spread_ids(rng, c.n);
+  const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, c.n, c.dim, unit);
+  for (auto* s : {sg.get(), sc.get()}) ASSERT_OK(mt::store_add(s, ids, m));
+  model.add(ids, m);
+  std::vector<uint64_t> up, gone, biased;
+  for (size_t i = 0; i < c.n / 10; ++i) up.push_back(ids[mt::rand_below(rng, c.n)]);
+  const Matrix mu = mt::random_matrix(rng, MNEMO_DTYPE_F32, up.size(), c.dim, unit);
+  for (auto* s : {sg.get(), sc.get()}) ASSERT_OK(mt::store_add(s, up, mu));
+  model.add(up, mu);
+  for (size_t i = 0; i < c.n / 10; ++i) gone.push_back(ids[mt::rand_below(rng, c.n)]);
+  uint64_t removed = 0;
+  for (auto* s : {sg.get(), sc.get()}) ASSERT_OK(mt::store_remove(s, gone, &removed));
+  model.remove(gone);
+  std::vector<float> bias;
+  for (const uint64_t id : model.ids())
+    if (mt::rand_below(rng, 10) == 0) biased.push_back(id), bias.push_back(0.3f * mt::rand_nonzero(rng));
+  for (auto* s : {sg.get(), sc.get()}) ASSERT_OK(mt::store_set_bias(s, biased, bias));
+  for (size_t i = 0; i < biased.size(); ++i) model.set_bias(biased[i], bias[i]);
+
+  const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, c.nq, c.dim, unit);
+  // Plain and biased.
+  for (const bool apply_bias : {false, true}) {
+    mnemo_search_options o = mnemo_search_options_default();
+    o.apply_bias = apply_bias;
+    Results rg, rc;
+    ASSERT_OK(mt::store_search(sg.get(), q, c.k, &o, &rg));
+    ASSERT_OK(mt::store_search(sc.get(), q, c.k, &o, &rc));
+    mt::expect_results(model, q, rg, apply_bias);
+    mt::expect_results(model, q, rc, apply_bias);
+  }
+  // An id filter over about a third of the live ids.
+  std::vector<uint64_t> allow_ids;
+  std::set<uint64_t> allow;
+  for (const uint64_t id : model.ids())
+    if (mt::rand_below(rng, 3) == 0) allow_ids.push_back(id), allow.insert(id);
+  mt::Buf<uint64_t> fids(std::max<size_t>(allow_ids.size(), 1));
+  std::copy(allow_ids.begin(), allow_ids.end(), fids.data());
+  mnemo_search_options o = mnemo_search_options_default();
+  o.filter_kind = MNEMO_FILTER_IDS;
+  o.filter_ids = fids.data();
+  o.filter_count = allow_ids.size();
+  Results rf;
+  ASSERT_OK(mt::store_search(sg.get(), q, c.k, &o, &rf));
+  mt::expect_results(model, q, rf, false, &allow);
+  // The same set as a slot bitmap.
+  uint64_t slots = 0;
+  ASSERT_OK(mnemo_store_slot_count(sg.get(), &slots));
+  mt::Buf<uint64_t> bm((slots + 63) / 64 + 1, 0);
+  for (const uint64_t id : allow_ids) {
+    uint64_t slot = 0;
+    ASSERT_OK(mnemo_store_slot_of(sg.get(), id, &slot));
+    bm[slot / 64] |= uint64_t{1} << (slot % 64);
+  }
+  o.filter_kind = MNEMO_FILTER_SLOT_BITMAP;
+  o.filter_ids = nullptr;
+  o.filter_bitmap = bm.data();
+  o.filter_count = slots;
+  Results rb;
+  ASSERT_OK(mt::store_search(sg.get(), q, c.k, &o, &rb));
+  mt::expect_results(model, q, rb, false, &allow);
+}
+
+class GpuSearch : public ::testing::TestWithParam<Case> {};
+TEST_P(GpuSearch, MatchesReferenceAndCpu) { run_case(GetParam()); }
+
+const int32_t kF32 = MNEMO_DTYPE_F32, kF16 = MNEMO_DTYPE_F16, kBF16 = MNEMO_DTYPE_BF16;
+const int32_t kCos = MNEMO_METRIC_COSINE, kDot = MNEMO_METRIC_DOT, kL2 = MNEMO_METRIC_L2SQ;
+const int32_t kExact = MNEMO_PRECISION_EXACT, kFast = MNEMO_PRECISION_FAST;
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (int32_t dt : {kF32, kF16, kBF16})
+    for (int32_t me : {kCos, kDot, kL2}) {
+      // Fused scan: specialised and generic dimensions, 1..6 queries, k up to 256.
+      v.push_back({5000, 768, 1, 10, dt, me, kExact, 0});
+      v.push_back({5000, 384, 3, 1, dt, me, kExact, 0});
+      v.push_back({4000, 127, 6, 256, dt, me, kExact, 0});
+      v.push_back({31, 5, 2, 31, dt, me, kExact, 0});
+      v.push_back({20, 3, 1, 25, dt, me, kExact, 0});
+      // Scan keys + radix selection (k > 256).
+      v.push_back({3000, 1536, 2, 1000, dt, me, kExact, 0});
+      // GEMM path, small and large lists, EXACT and FAST.
+      v.push_back({6000, 64, 16, 10, dt, me, kExact, 0});
+      v.push_back({6000, 100, 40, 100, dt, me, kFast, 0});
+      v.push_back({6000, 96, 17, 300, dt, me, kExact, 0});
+      v.push_back({6000, 96, 17, 300, dt, me, kFast, 0});
+    }
+  // Tiles: a small workspace forces several slot tiles and query chunks.
+  v.push_back({300000, 64, 64, 10, kF32, kCos, kFast, 64ull << 20});
+  v.push_back({300000, 64, 64, 10, kF16, kL2, kExact, 64ull << 20});
+  // k = 4096 (beyond what FAISS GPU supports) on the GEMM path.
+  v.push_back({50000, 128, 17, 4096, kF16, kCos, kFast, 0});
+  // One large store on the specialised 768 scan.
+  v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, GpuSearch, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return name_of(p.param); });
+
+// Exact duplicates: equal scores rank by the smaller id on every path.
+TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  for (const int32_t precision : {kExact, kFast}) {
+    auto rt = cuda_runtime(precision);
+    const size_t dim = 64, dups = 600, others = 3000;
+    auto s = mt::make_store(dim, kF32, kCos, rt.get());
+    ASSERT_TRUE(s);
+    StoreModel model(dim, kF32, kCos);
+    const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+    Matrix all(kF32, dups + others, dim);
+    const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
+    for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
+    for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
+    auto ids = spread_ids(rng, dups + others);
+    ASSERT_OK(mt::store_add(s.get(), ids, all));
+    model.add(ids, all);
+    Matrix q(kF32, 20, dim);
+    for (size_t i = 0; i < 20; ++i) q.copy_row(i, base, 0);
+    for (const size_t k : {size_t{10}, size_t{300}}) {
+      for (const size_t nq : {size_t{1}, size_t{20}}) {  // scan and GEMM paths
+        Matrix qq(kF32, nq, dim);
+        for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
+        Results r;
+        ASSERT_OK(mt::store_search(s.get(), qq, k, nullptr, &r));
+        std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < nq; ++i)
+          for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
+      }
+    }
+  }
+}
+
+// The resident copy follows every write.
+TEST(GpuStore, UpdatesReachTheDevice) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t dim = 40;
+  auto s = mt::make_store(dim, kBF16, kL2, gpu.get());
+  StoreModel model(dim, kBF16, kL2);
+  std::vector<uint64_t> all;
+  for (int round = 0; round < 6; ++round) {
+    const auto ids = spread_ids(rng, 700);
+    const Matrix m = mt::random_matrix(rng, kF32, ids.size(), dim);
+    ASSERT_OK(mt::store_add(s.get(), ids, m));
+    model.add(ids, m);
+    all.insert(all.end(), ids.begin(), ids.end());
+    // Remove a third: crosses the compaction threshold every other round.
+    std::vector<uint64_t> gone(all.begin() + static_cast<long>(all.size() / 3 * (round % 2)),
+                               all.begin() + static_cast<long>(all.size() / 3 * (round % 2) + all.size() / 3));
+    ASSERT_OK(mt::store_remove(s.get(), gone, nullptr));
+    model.remove(gone);
+    const Matrix q = mt::random_matrix(rng, kF32, 3, dim);
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, 20, nullptr, &r));
+    mt::expect_results(model, q, r, false);
+  }
+}
+
+TEST(GpuStore, ConcurrentSearchesAgree) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  auto s = mt::make_store(128, kF16, kCos, gpu.get());
+  const auto ids = spread_ids(rng, 20000);
+  const Matrix m = mt::random_matrix(rng, kF32, ids.size(), 128);
+  ASSERT_OK(mt::store_add(s.get(), ids, m));
+  const Matrix q = mt::random_matrix(rng, kF32, 20, 128);
+  Results base;
+  ASSERT_OK(mt::store_search(s.get(), q, 50, nullptr, &base));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 6; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        Results r;
+        if (mt::store_search(s.get(), q, 50, nullptr, &r) != MNEMO_OK || !mt::same_results(r, base)) ++bad;
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// The similarity matrix on the GPU against the reference, EXACT and FAST.
+TEST(GpuSimilarity, MatchesReference) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  for (const int32_t precision : {kExact, kFast})
+    for (int32_t dt : {kF32, kF16, kBF16})
+      for (int32_t me : {kCos, kDot, kL2})
+        for (const size_t nq : {size_t{3}, size_t{20}}) {
+          auto rt = cuda_runtime(precision);
+          const size_t n = 777, dim = 131;
+          const bool unit = me == kDot;
+          const Matrix t = mt::random_matrix(rng, dt, n, dim, unit);
+          const Matrix q = mt::random_matrix(rng, kF32, nq, dim, unit);
+          mt::Buf<float> out(nq * n);
+          mt::poison_f32(out.data(), nq * n);
+          ASSERT_OK(mnemo_similarity(rt.get(), me, static_cast<const float*>(q.data()), nq, t.data(), dt, n, dim,
+                                     out.data()));
+          // FAST dot/cosine come straight from tensor cores: the 2e-3 bound.
+          const bool reduced = precision == kFast && me != kL2 && nq >= 16;
+          for (size_t i = 0; i < nq; ++i)
+            for (size_t j = 0; j < n; ++j) {
+              const double want = ref::score(me, q.row(i), t.row(j), dim);
+              const double tol =
+                  reduced ? 2e-3 * std::max(1.0, std::fabs(want)) : ref::score_tol(me, q.row(i), t.row(j), dim, want);
+              ASSERT_NEAR(out[i * n + j], want, tol) << mt::case_name(dt, me, dim) << " q" << i << " t" << j;
+            }
+        }
+}
+
+}  // namespace
