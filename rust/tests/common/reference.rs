@@ -81,25 +81,27 @@ pub fn top_k(metric: Metric, candidates: &[(u64, f64)], k: usize) -> Vec<(u64, f
     sorted
 }
 
-/// Linear interpolation of one trajectory row, as mnemo.h words it: over
-/// the segments [t_i, t_i+1], i is the largest i <= n - 2 with t_i <= t (0 if
-/// none); w = (t - t_i) / (t_i+1 - t_i) clamped to [0, 1], so targets before
-/// the first time take the first sample and after the last the last; equal
-/// neighbouring times take the left sample (w = 0); n = 1 gives that sample.
+/// Linear interpolation of one trajectory row, as mnemo.h words it (the
+/// rule of numpy.interp): n = 1 or t >= the last time gives the last sample,
+/// t < the first time the first sample; otherwise i is the largest index
+/// with t_i <= t (so t_i <= t < t_i+1, and a target on a repeated time takes
+/// the last sample of that time) and out = a + w (b - a) with
+/// w = (t - t_i) / (t_i+1 - t_i).
 pub fn resample_row(samples: &[f64], times: &[f64], dim: usize, t: f64) -> Vec<f64> {
     let n = times.len();
     assert_eq!(samples.len(), n * dim);
     let sample = |i: usize| &samples[i * dim..(i + 1) * dim];
-    if n == 1 {
+    if n == 1 || t >= times[n - 1] {
+        return sample(n - 1).to_vec();
+    }
+    if t < times[0] {
         return sample(0).to_vec();
     }
-    let i = times[..n - 1].iter().rposition(|&ti| ti <= t).unwrap_or(0);
-    let span = times[i + 1] - times[i];
-    let w = if span > 0.0 {
-        ((t - times[i]) / span).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
+    let i = times
+        .iter()
+        .rposition(|&ti| ti <= t)
+        .expect("t >= times[0]");
+    let w = ((t - times[i]) / (times[i + 1] - times[i])).clamp(0.0, 1.0);
     sample(i)
         .iter()
         .zip(sample(i + 1))

@@ -257,9 +257,9 @@ fn resample_exact_rules() {
     let cases: [(f64, Vec<Bf16>); 5] = [
         (-7.0, sample(0)), // before the first time: the first sample
         (0.0, sample(0)),  // on a time: that sample (w = 0)
-        (1.0, sample(2)),  // on equal times: the last of them starts the segment
+        (1.0, sample(2)),  // on a repeated time: the last sample of that time
         (9.0, sample(3)),  // after the last time: the last sample
-        (3.0, sample(3)),
+        (3.0, sample(3)),  // on the last time: the last sample
     ];
     let tgt: AlignedVec<f64> = cases.iter().map(|c| c.0).collect();
     let shape = ResampleShape {
@@ -284,9 +284,9 @@ fn resample_exact_rules() {
 }
 
 #[test]
-fn resample_equal_times_at_the_end_take_the_left_sample() {
-    // src times (0, 2, 2): t = 2 falls on equal neighbouring times, so w = 0
-    // in segment [1, 2] and the left sample (1) is taken.
+fn resample_repeated_final_time_takes_the_last_sample() {
+    // src times (0, 2, 2): t = 2 is at (or past) the last time, so the last
+    // sample; t = 1 interpolates in [0, 2].
     let data = AlignedVec::from_slice(&[0.0f32, 4.0, 9.0]);
     let src = AlignedVec::from_slice(&[0.0f32, 2.0, 2.0]);
     let tgt = AlignedVec::from_slice(&[2.0f32, 1.0]);
@@ -300,7 +300,7 @@ fn resample_equal_times_at_the_end_take_the_left_sample() {
         let out =
             u.rt.resample(shape, &data, &src, &tgt, &ResampleLengths::default())
                 .unwrap();
-        assert_eq!(&out[..], &[4.0, 2.0], "{}", u.name);
+        assert_eq!(&out[..], &[9.0, 2.0], "{}", u.name);
     }
 }
 
