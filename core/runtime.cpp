@@ -29,9 +29,10 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
     return;
   }
   std::string why;
-  gpu_ = make_cuda_backend(cfg, why);
+  Code code;
+  gpu_ = make_cuda_backend(cfg, why, code);
   if (opts_.backend == BackendKind::cuda) {
-    if (!gpu_) fail(Code::backend_unavailable, why);
+    if (!gpu_) fail(code, why);
     reason_ = "CUDA backend requested";
   } else if (gpu_) {
     reason_ = "AUTO: GPU available; work under " + std::to_string(kAutoGpuMinBytes) + " bytes runs on the CPU";
@@ -64,7 +65,9 @@ RuntimeReport Runtime::report() const {
   r.precision = opts_.precision;
   r.device_id = gpu_ ? opts_.device_id : -1;
   r.num_threads = opts_.num_threads;
-  r.cuda_available = gpu_ != nullptr;
+  // A CPU runtime never starts CUDA; asking for its report probes once.
+  std::string why;
+  r.cuda_available = gpu_ != nullptr || (opts_.backend == BackendKind::cpu && cuda_usable(opts_.device_id, why));
   r.auto_gpu_min_bytes = opts_.backend == BackendKind::automatic && gpu_ ? kAutoGpuMinBytes : 0;
   r.device_name = gpu_ ? gpu_->description() : cpu_->description();
   r.reason = reason_;

@@ -50,7 +50,8 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
   if (i >= static_cast<uint64_t>(nq) * n) return;
   const uint32_t q = static_cast<uint32_t>(i / n);
   const uint32_t slot = first + static_cast<uint32_t>(i % n);
-  if (!slot_live(s, slot)) {
+  const SlotMeta m = slot_meta(s, slot);
+  if (!m.live) {
     dots[i] = __int_as_float(0x7fc00000);
     return;
   }
@@ -60,7 +61,7 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
     const float xn = s.norms[slot], qn = qnorms[q];
     sum = fmaxf(fmaf(-2.0f, sum, xn * xn + qn * qn), 0.0f);
   }
-  dots[i] = make_key(s, slot, sum, qnorms[q]);
+  dots[i] = key_of(s.metric, sum, qnorms[q], m);
 }
 
 }  // namespace

@@ -10,26 +10,34 @@
 namespace mnemo::cuda {
 
 // NVEC: 16-byte vectors per row when known at compile time (0 = runtime).
-template <class T, bool L2, int NVEC, int QB>
-__device__ __forceinline__ void row_sums(const unsigned char* row, const float* qs, uint64_t ld, int lane,
-                                         float (&acc)[QB]) {
+// R rows are read together so a warp keeps R rows of loads in flight.
+template <class T, bool L2, int NVEC, int QB, int R = 1>
+__device__ __forceinline__ void row_sums(const unsigned char* const (&rows)[R], const float* qs, uint64_t ld,
+                                         int lane, float (&acc)[R][QB]) {
   constexpr int V = Vec16<T>::kElems;
 #pragma unroll
-  for (int q = 0; q < QB; ++q) acc[q] = 0.0f;
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int q = 0; q < QB; ++q) acc[r][q] = 0.0f;
   const uint32_t nvec = static_cast<uint32_t>(ld / V);
   auto body = [&](uint32_t idx) {
-    float x[V];
-    Vec16<T>::load(row + static_cast<size_t>(idx) * 16, x);
+    float x[R][V];
+#pragma unroll
+    for (int r = 0; r < R; ++r) Vec16<T>::load(rows[r] + static_cast<size_t>(idx) * 16, x[r]);
 #pragma unroll
     for (int q = 0; q < QB; ++q) {
       const float* qv = qs + q * ld + idx * V;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        if (L2) {
-          const float d = x[e] - qv[e];
-          acc[q] = fmaf(d, d, acc[q]);
-        } else {
-          acc[q] = fmaf(x[e], qv[e], acc[q]);
+        const float qe = qv[e];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (L2) {
+            const float d = x[r][e] - qe;
+            acc[r][q] = fmaf(d, d, acc[r][q]);
+          } else {
+            acc[r][q] = fmaf(x[r][e], qe, acc[r][q]);
+          }
         }
       }
     }
@@ -45,31 +53,34 @@ __device__ __forceinline__ void row_sums(const unsigned char* row, const float* 
     for (uint32_t idx = lane; idx < nvec; idx += 32) body(idx);
   }
 #pragma unroll
-  for (int q = 0; q < QB; ++q)
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) acc[q] += __shfl_xor_sync(kFullMask, acc[q], off);
+    for (int q = 0; q < QB; ++q)
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc[r][q] += __shfl_xor_sync(kFullMask, acc[r][q], off);
 }
 
-// The goodness key of a slot from its raw sum, or NaN when excluded.
-__device__ __forceinline__ float make_key(const StoreRef& s, uint32_t slot, float sum, float qnorm) {
-  float key;
-  if (s.metric == KeyMetric::l2) {
-    key = -(s.apply_bias ? sum - s.biases[slot] : sum);
-  } else {
-    float v = sum;
-    if (s.metric == KeyMetric::cosine) {
-      const float xn = s.norms[slot];
-      v = (qnorm == 0.0f || xn == 0.0f) ? 0.0f : sum / (qnorm * xn);
-    }
-    key = s.apply_bias ? v + s.biases[slot] : v;
-  }
-  return key;
+// What a scan needs to know of one slot, loaded before its row so the
+// loads overlap.
+struct SlotMeta {
+  bool live;
+  float norm, bias;
+};
+
+__device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
+  SlotMeta m;
+  m.live = s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
+  m.norm = s.metric == KeyMetric::cosine ? s.norms[slot] : 0.0f;
+  m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
+  return m;
 }
 
-__device__ __forceinline__ bool slot_live(const StoreRef& s, uint32_t slot) {
-  if (s.all_live) return true;
-  if (s.ids[slot] == ~0ull) return false;
-  return !s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull);
+// The goodness key from a raw sum and the slot's preloaded metadata.
+__device__ __forceinline__ float key_of(KeyMetric metric, float sum, float qnorm, const SlotMeta& m) {
+  if (metric == KeyMetric::l2) return -(sum - m.bias);
+  float v = sum;
+  if (metric == KeyMetric::cosine) v = (qnorm == 0.0f || m.norm == 0.0f) ? 0.0f : sum / (qnorm * m.norm);
+  return v + m.bias;
 }
 
 }  // namespace mnemo::cuda

@@ -45,15 +45,26 @@ __global__ void __launch_bounds__(kThreads) scan_topk_kernel(StoreRef s, const f
   }
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += gridDim.x * kWarps) {
-    float acc[QB];
-    row_sums<T, L2, NVEC, QB>(base + row * row_bytes, qs, s.ld, lane, acc);
-    if (!slot_live(s, row)) continue;
+  const uint32_t stride = gridDim.x * kWarps;
+  // Two rows per step (the second may be past the end: then it re-reads the
+  // first and is not offered), metadata loaded ahead of the rows.
+  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += 2 * stride) {
+    const bool has2 = row + stride < s.slots;
+    const uint32_t r2 = has2 ? row + stride : row;
+    const SlotMeta m[2] = {slot_meta(s, row), slot_meta(s, r2)};
+    const unsigned char* const rows[2] = {base + row * row_bytes, base + r2 * row_bytes};
+    float acc[2][QB];
+    row_sums<T, L2, NVEC, QB, 2>(rows, qs, s.ld, lane, acc);
 #pragma unroll
-    for (int q = 0; q < QB; ++q) {
-      if (q >= static_cast<int>(nq)) break;
-      const float key = make_key(s, row, acc[q], qn[q]);
-      if (wl[q].admits(key, row, s.ids)) wl[q].insert(key, row, s.ids, lane);
+    for (int r = 0; r < 2; ++r) {
+      if (!m[r].live || (r == 1 && !has2)) continue;
+      const uint32_t slot = r == 0 ? row : r2;
+#pragma unroll
+      for (int q = 0; q < QB; ++q) {
+        if (q >= static_cast<int>(nq)) break;
+        const float key = key_of(s.metric, acc[r][q], qn[q], m[r]);
+        if (wl[q].admits(key, slot, s.ids)) wl[q].insert(key, slot, s.ids, lane);
+      }
     }
   }
   if (lane == 0)
@@ -90,16 +101,17 @@ __global__ void __launch_bounds__(kThreads) score_rows_kernel(StoreRef s, const 
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
   for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += gridDim.x * kWarps) {
-    float acc[QB];
-    row_sums<T, L2, 0, QB>(base + row * row_bytes, qs, s.ld, lane, acc);
-    const bool live = slot_live(s, row);
+    const SlotMeta m = slot_meta(s, row);
+    const unsigned char* const rows[1] = {base + row * row_bytes};
+    float acc[1][QB];
+    row_sums<T, L2, 0, QB, 1>(rows, qs, s.ld, lane, acc);
     if (lane < QB && lane < static_cast<int>(nq)) {
-      float v = acc[0];
+      float v = acc[0][0];
 #pragma unroll
       for (int q = 1; q < QB; ++q)
-        if (lane == q) v = acc[q];
+        if (lane == q) v = acc[0][q];
       keys[static_cast<uint64_t>(lane) * s.slots + row] =
-          live ? make_key(s, row, v, qnorms[lane]) : __int_as_float(0x7fc00000);
+          m.live ? key_of(s.metric, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
     }
   }
 }
@@ -152,8 +164,10 @@ void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
   // Enough blocks to fill every SM several times over, but no more than
   // there are rows to give each warp a few.
+  // At least 16 rows per warp: fewer blocks means fewer candidate lists to
+  // merge, which is what small stores pay for.
   const unsigned want = sm_count * 4;
-  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * 2);
+  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * 16);
   return std::max(1u, std::min(want, by_rows));
 }
 

@@ -100,7 +100,7 @@ __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, co
     }
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  if (lane == 0) c.key = make_key(s, c.slot, acc, qnorms[q]);
+  if (lane == 0) c.key = key_of(s.metric, acc, qnorms[q], slot_meta(s, c.slot));
 }
 
 // One warp per query: re-sort a rescored list in place (insertion into a

@@ -233,7 +233,7 @@ typedef struct mnemo_runtime_report {
   int32_t precision;         /* enum mnemo_precision */
   int32_t device_id;         /* CUDA device in use, -1 when none */
   uint32_t num_threads;      /* CPU threads in use */
-  uint32_t cuda_available;   /* 1 if the CUDA module loaded and sees a GPU */
+  uint32_t cuda_available;   /* 1 if a CUDA backend can run on device_id */
   uint32_t reserved0;        /* zero */
   uint64_t auto_gpu_min_bytes; /* AUTO: work touching fewer bytes runs on CPU */
   char device_name[128];     /* GPU name, or the CPU SIMD level for CPU */

@@ -164,8 +164,8 @@ std::vector<Case> cases() {
       v.push_back({6000, 96, 17, 300, dt, me, kFast, 0});
     }
   // Tiles: a small workspace forces several slot tiles and query chunks.
-  v.push_back({300000, 64, 64, 10, kF32, kCos, kFast, 64ull << 20});
-  v.push_back({300000, 64, 64, 10, kF16, kL2, kExact, 64ull << 20});
+  v.push_back({100000, 16, 200, 10, kF32, kCos, kFast, 64ull << 20});
+  v.push_back({100000, 16, 200, 10, kF16, kL2, kExact, 64ull << 20});
   // k = 4096 (beyond what FAISS GPU supports) on the GEMM path.
   v.push_back({50000, 128, 17, 4096, kF16, kCos, kFast, 0});
   // One large store on the specialised 768 scan.
