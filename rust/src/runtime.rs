@@ -212,7 +212,7 @@ pub struct RuntimeInfo {
     pub device_id: Option<i32>,
     /// CPU threads in use.
     pub num_threads: u32,
-    /// Whether the CUDA module loaded and sees a GPU.
+    /// Whether a CUDA backend can run on the device.
     pub cuda_available: bool,
     /// With AUTO: work touching fewer bytes runs on the CPU.
     pub auto_gpu_min_bytes: u64,
