@@ -141,7 +141,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
     uint32_t tn = 0, ntiles = 0;
     unsigned bpr = 1;
     Arena ar;
-    size_t o_dots = 0, o_wide = 0, o_cand = 0, o_sel = 0, sel = 0;
+    size_t o_dots = 0, o_wide = 0, o_cand = 0, o_sel = 0, o_thr = 0, sel = 0;
     for (;;) {
       // Tile width from the budget: dots [qc x tn] (+ a widened tile).
       const uint64_t per_col = qc * 4 + (widen ? ld * 4 : 0);
@@ -156,6 +156,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
       o_wide = ar.add(widen ? static_cast<uint64_t>(tn) * ld * 4 : 0);
       o_cand = ar.add(small ? qc * ntiles * bpr * kc * sizeof(Cand) : 0);
       o_sel = ar.add(sel);
+      o_thr = ar.add(small ? qc * 4 : 0);
       if (ar.size() <= budget || qc == 1) break;
       qc = (qc + 1) / 2;
     }
@@ -163,22 +164,25 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
     float* dots = at<float>(w, o_dots);
     float* wide = widen ? at<float>(w, o_wide) : nullptr;
     Cand* cand = at<Cand>(w, o_cand);
+    uint32_t* thr = at<uint32_t>(w, o_thr);
     const uint64_t cand_stride = static_cast<uint64_t>(ntiles) * bpr * kc;
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * (qtype == CUDA_R_32F ? 4 : 2);
+      if (small) MNEMO_CUDA_CHECK(cudaMemsetAsync(thr, 0, n * 4, st));
       for (uint32_t t = 0; t < ntiles; ++t) {
         const uint32_t first = t * tn, width = std::min(tn, slots - first);
         if (widen)
           launch_widen_rows(static_cast<const unsigned char*>(s.vectors) + static_cast<uint64_t>(first) * ld * 2,
                             s.dtype, width, ld, wide, st);
         gemm(ctx, s, fast, first, width, qm, qtype, n, wide, dots);
-        launch_finish_keys(s, qn + q0, n, first, width, dots, st);
-        if (small)
-          launch_select_rows(dots, n, width, first, kc, bpr, s.ids, cand, cand_stride,
-                             static_cast<uint64_t>(t) * bpr * kc, st);
-        else
+        if (small) {
+          launch_select_rows(dots, true, s, qn + q0, n, width, first, kc, bpr, cand, cand_stride,
+                             static_cast<uint64_t>(t) * bpr * kc, thr, st);
+        } else {
+          launch_finish_keys(s, qn + q0, n, first, width, dots, st);
           launch_large_select(dots, n, width, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
+        }
       }
       if (small) launch_merge(cand, n, cand_stride, kc, s.ids, lists + q0 * kc, st);
     }

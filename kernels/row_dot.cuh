@@ -64,13 +64,15 @@ __device__ __forceinline__ void row_sums(const unsigned char* const (&rows)[R], 
 // loads overlap.
 struct SlotMeta {
   bool live;
-  float norm, bias;
+  float norm, norm2, bias;  // norm2: squared norm, for L2 by expansion
 };
 
 __device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
   SlotMeta m;
   m.live = s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
-  m.norm = s.metric == KeyMetric::cosine ? s.norms[slot] : 0.0f;
+  const float nrm = s.metric != KeyMetric::dot ? s.norms[slot] : 0.0f;
+  m.norm = nrm;
+  m.norm2 = nrm * nrm;
   m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
   return m;
 }

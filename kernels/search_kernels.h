@@ -51,12 +51,15 @@ void launch_score_rows(const StoreRef& s, const float* queries, const float* qno
 void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n,
                         float* dots, cudaStream_t st);
 
-// Small-k selection over key rows keys[q][0..n) (slot = first + j):
-// blocks_per_row blocks per row each write k candidates to
-// cand[q * cand_stride + cand_offset + b * k + j].
-void launch_select_rows(const float* keys, uint32_t nq, uint32_t n, uint32_t first, uint32_t k,
-                        unsigned blocks_per_row, const uint64_t* ids, Cand* cand, uint64_t cand_stride,
-                        uint64_t cand_offset, cudaStream_t st);
+// Small-k selection over rows vals[q][0..n) (slot = first + j): final keys,
+// or GEMM dot products turned into keys on the fly when raw (then s and
+// qnorms are used). blocks_per_row blocks per row each write k candidates to
+// cand[q * cand_stride + cand_offset + b * k + j]. thr (optional, [nq],
+// start at 0) carries a lower bound on each query's k-th best key across
+// calls.
+void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t n,
+                        uint32_t first, uint32_t k, unsigned blocks_per_row, Cand* cand, uint64_t cand_stride,
+                        uint64_t cand_offset, uint32_t* thr, cudaStream_t st);
 
 // Merges m candidates per query (cand[q * m ...]) into a sorted list of k:
 // out[q * k ...] (missing entries: key NaN, slot UINT32_MAX).

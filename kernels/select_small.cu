@@ -27,32 +27,55 @@ __device__ void block_fold(WarpList& mine, Cand* lists, const int* counts, int k
   }
 }
 
-__global__ void __launch_bounds__(kThreads) select_rows_kernel(const float* __restrict__ keys, uint32_t n,
-                                                               uint32_t first, uint32_t k, const uint64_t* ids,
-                                                               Cand* cand, uint64_t cand_stride,
-                                                               uint64_t cand_offset) {
+// Keys are either final (keys != null) or computed here from GEMM dot
+// products (s, qnorms), which saves a pass over the score matrix. thr[q]
+// (order-preserving bits) is a lower bound on query q's k-th best key, raised
+// by every block whose list fills: entries below it cannot make the answer,
+// so later tiles insert almost nothing.
+__global__ void __launch_bounds__(kThreads) select_rows_kernel(const float* __restrict__ vals, bool raw, StoreRef s,
+                                                               const float* __restrict__ qnorms, uint32_t n,
+                                                               uint32_t first, uint32_t k, Cand* cand,
+                                                               uint64_t cand_stride, uint64_t cand_offset,
+                                                               uint32_t* thr) {
   extern __shared__ __align__(16) unsigned char smem[];
   Cand* lists = reinterpret_cast<Cand*>(smem);
   int* counts = reinterpret_cast<int*>(lists + kWarps * k);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t q = blockIdx.y;
-  const float* row = keys + static_cast<uint64_t>(q) * n;
+  const float* row = vals + static_cast<uint64_t>(q) * n;
+  const float qn = raw ? qnorms[q] : 0.0f;
+  const uint32_t floor_bits = thr ? thr[q] : 0u;
   // This block's contiguous segment of the row, read 32 keys at a time.
   const uint32_t per = (n + gridDim.x - 1) / gridDim.x;
   const uint32_t lo = blockIdx.x * per, hi = min(n, lo + per);
   WarpList wl{lists + warp * k, static_cast<int>(k), 0};
   for (uint32_t b = lo + warp * 32; b < hi; b += kWarps * 32) {
     const uint32_t j = b + lane;
-    const bool has = j < hi;
-    const float key = has ? row[j] : 0.0f;
-    wl.offer(has, key, first + j, ids, lane);
+    bool has = j < hi;
+    float key = 0.0f;
+    if (has) {
+      key = row[j];
+      if (raw) {
+        const SlotMeta m = slot_meta(s, first + j);
+        if (!m.live) {
+          has = false;
+        } else {
+          float sum = key;
+          if (s.metric == KeyMetric::l2) sum = fmaxf(fmaf(-2.0f, sum, m.norm2 + qn * qn), 0.0f);
+          key = key_of(s.metric, sum, qn, m);
+        }
+      }
+      has = has && key == key && ordered_bits(key) >= floor_bits;
+    }
+    wl.offer(has, key, first + j, s.ids, lane);
   }
   if (lane == 0) counts[warp] = wl.n;
   __syncthreads();
   if (warp != 0) return;
-  block_fold(wl, lists, counts, static_cast<int>(k), ids, lane);
+  block_fold(wl, lists, counts, static_cast<int>(k), s.ids, lane);
   Cand* out = cand + static_cast<uint64_t>(q) * cand_stride + cand_offset + static_cast<uint64_t>(blockIdx.x) * k;
   for (uint32_t j = lane; j < k; j += 32) out[j] = static_cast<int>(j) < wl.n ? wl.c[j] : empty_cand();
+  if (thr && lane == 0 && wl.n == static_cast<int>(k)) atomicMax(thr + q, ordered_bits(wl.c[k - 1].key));
 }
 
 __global__ void __launch_bounds__(kThreads) merge_kernel(const Cand* __restrict__ cand, uint64_t m, uint32_t k,
@@ -139,14 +162,15 @@ size_t list_smem(uint32_t k) { return kWarps * k * sizeof(Cand) + kWarps * sizeo
 
 }  // namespace
 
-void launch_select_rows(const float* keys, uint32_t nq, uint32_t n, uint32_t first, uint32_t k,
-                        unsigned blocks_per_row, const uint64_t* ids, Cand* cand, uint64_t cand_stride,
-                        uint64_t cand_offset, cudaStream_t st) {
+void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t n,
+                        uint32_t first, uint32_t k, unsigned blocks_per_row, Cand* cand, uint64_t cand_stride,
+                        uint64_t cand_offset, uint32_t* thr, cudaStream_t st) {
   for (uint32_t q0 = 0; q0 < nq; q0 += 65535) {  // grid.y limit
     const uint32_t nqq = std::min<uint32_t>(65535, nq - q0);
     const dim3 grid(blocks_per_row, nqq);
-    select_rows_kernel<<<grid, kThreads, list_smem(k), st>>>(keys + static_cast<uint64_t>(q0) * n, n, first, k, ids,
-                                                             cand + q0 * cand_stride, cand_stride, cand_offset);
+    select_rows_kernel<<<grid, kThreads, list_smem(k), st>>>(
+        vals + static_cast<uint64_t>(q0) * n, raw, s, qnorms ? qnorms + q0 : nullptr, n, first, k,
+        cand + q0 * cand_stride, cand_stride, cand_offset, thr ? thr + q0 : nullptr);
     MNEMO_CUDA_LAUNCHED("select_rows_kernel");
   }
 }

@@ -51,6 +51,9 @@ struct WarpList {
       if (act) c[j + 1] = v;
       __syncwarp();
     }
+    // Every lane's reads above (admits, the position scan) must finish before
+    // the write, also when nothing shifted.
+    __syncwarp();
     if (lane == 0) c[pos] = Cand{key, slot};
     __syncwarp();
     if (n < k) ++n;

@@ -74,7 +74,6 @@ MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* id
   return cabi::guarded("mnemo_store_remove", [&] {
     Store& s = cabi::store_of(store);
     if (count > 0) cabi::need_data(ids, "ids");
-    if (removed) cabi::need_aligned(removed, "removed");
     checked_bytes(checked_mul(count, 8, "ids"), "ids");
     const uint64_t n = count ? s.remove(ids, count) : 0;
     if (removed) *removed = n;
