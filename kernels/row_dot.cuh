@@ -12,7 +12,7 @@ namespace mnemo::cuda {
 // NVEC: 16-byte vectors per row when known at compile time (0 = runtime).
 // R rows are read together so a warp keeps R rows of loads in flight.
 template <class T, bool L2, int NVEC, int QB, int R = 1>
-__device__ __forceinline__ void row_sums(const unsigned char* const (&rows)[R], const float* qs, uint64_t ld,
+__device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld,
                                          int lane, float (&acc)[R][QB]) {
   constexpr int V = Vec16<T>::kElems;
 #pragma unroll

@@ -46,24 +46,33 @@ __global__ void __launch_bounds__(kThreads) scan_topk_kernel(StoreRef s, const f
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
   const uint32_t stride = gridDim.x * kWarps;
-  // Two rows per step (the second may be past the end: then it re-reads the
-  // first and is not offered), metadata loaded ahead of the rows.
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += 2 * stride) {
-    const bool has2 = row + stride < s.slots;
-    const uint32_t r2 = has2 ? row + stride : row;
-    const SlotMeta m[2] = {slot_meta(s, row), slot_meta(s, r2)};
-    const unsigned char* const rows[2] = {base + row * row_bytes, base + r2 * row_bytes};
-    float acc[2][QB];
-    row_sums<T, L2, NVEC, QB, 2>(rows, qs, s.ld, lane, acc);
+  // R rows per step (rows past the end re-read the first and are not
+  // offered), slot metadata loaded ahead of the rows. Short rows (f16 at
+  // 768: three 16-byte loads per lane) take more rows to keep enough bytes
+  // in flight.
+  constexpr int R = (NVEC > 0 && NVEC <= 96) ? 4 : 2;
+  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += R * stride) {
+    uint32_t slot[R];
+    SlotMeta m[R];
+    const unsigned char* rows[R];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (!m[r].live || (r == 1 && !has2)) continue;
-      const uint32_t slot = r == 0 ? row : r2;
+    for (int r = 0; r < R; ++r) {
+      const uint32_t x = row + r * stride;
+      slot[r] = x < s.slots ? x : row;
+      m[r] = slot_meta(s, slot[r]);
+      m[r].live = m[r].live && x < s.slots;
+      rows[r] = base + slot[r] * row_bytes;
+    }
+    float acc[R][QB];
+    row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (!m[r].live) continue;
 #pragma unroll
       for (int q = 0; q < QB; ++q) {
         if (q >= static_cast<int>(nq)) break;
         const float key = key_of(s.metric, acc[r][q], qn[q], m[r]);
-        if (wl[q].admits(key, slot, s.ids)) wl[q].insert(key, slot, s.ids, lane);
+        if (wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
       }
     }
   }
@@ -102,7 +111,7 @@ __global__ void __launch_bounds__(kThreads) score_rows_kernel(StoreRef s, const 
   const auto* base = static_cast<const unsigned char*>(s.vectors);
   for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += gridDim.x * kWarps) {
     const SlotMeta m = slot_meta(s, row);
-    const unsigned char* const rows[1] = {base + row * row_bytes};
+    const unsigned char* rows[1] = {base + row * row_bytes};
     float acc[1][QB];
     row_sums<T, L2, 0, QB, 1>(rows, qs, s.ld, lane, acc);
     if (lane < QB && lane < static_cast<int>(nq)) {

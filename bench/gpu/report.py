@@ -23,6 +23,9 @@ def main(mnemo_path, torch_path, out_dir):
             continue
         base = r["workload"].replace(" (host call)", "")
         peers = {t["impl"]: t["median_ms"] for t in tr if t["workload"] == base}
+        # Like for like: EXACT rows against full-precision peers only.
+        if "(FAST)" not in r["impl"]:
+            peers = {k: v for k, v in peers.items() if "TF32" not in k and "FP16" not in k} or peers
         r["ratio_vs"] = {k: round(v / r["median_ms"], 3) for k, v in peers.items()}
         r["device"] = device
         rows.append(r)
