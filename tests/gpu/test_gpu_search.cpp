@@ -138,6 +138,9 @@ void run_case(const Case& c) {
   mt::expect_results(model, q, rb, false, &allow);
 }
 
+// Readable parameter in ctest's listing (the struct has padding bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
+
 class GpuSearch : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuSearch, MatchesReferenceAndCpu) { run_case(GetParam()); }
 
