@@ -60,6 +60,10 @@ bool load_module(const char* file_name, LoadedModule& out, std::string& reason) 
     if (const char* dir = std::getenv("MNEMO_BACKEND_DIR"); dir && *dir) candidates.push_back(std::string(dir) + "/" + file_name);
     const std::string mine = own_dir();
     if (!mine.empty()) candidates.push_back(mine + "/" + file_name);
+#ifdef MNEMO_MODULE_BUILD_DIR
+    // Statically linked programs: own_dir() is the program's folder.
+    candidates.push_back(std::string(MNEMO_MODULE_BUILD_DIR) + "/" + file_name);
+#endif
     std::string why;
     for (const auto& c : candidates) {
       std::string r;

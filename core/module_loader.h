@@ -14,7 +14,8 @@ struct LoadedModule {
   std::string path;
 };
 
-// Looks in $MNEMO_BACKEND_DIR, then next to libmnemo.so. Returns false with
+// Looks in $MNEMO_BACKEND_DIR, then next to libmnemo.so (or the program that
+// links it statically), then in the build's library folder. Returns false with
 // a reason (not found, unloadable, interface version mismatch).
 bool load_module(const char* file_name, LoadedModule& out, std::string& reason);
 

@@ -26,11 +26,14 @@ fn main() {
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let bundled_include = root.join("cabi").join("include");
 
-    let (lib_dir, include_dir, prefix) = match env::var_os("MNEMO_LIB_DIR") {
-        Some(dir) if !dir.is_empty() => prebuilt(PathBuf::from(dir), &bundled_include),
+    let (lib_dir, include_dir, prefix, bundled) = match env::var_os("MNEMO_LIB_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let (l, i, p) = prebuilt(PathBuf::from(dir), &bundled_include);
+            (l, i, p, false)
+        }
         _ => {
             let (lib_dir, build_dir) = build_bundled(&root);
-            (lib_dir, bundled_include, build_dir)
+            (lib_dir, bundled_include, build_dir, true)
         }
     };
 
@@ -39,7 +42,17 @@ fn main() {
         include_dir.join("mnemo.h").display()
     );
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
-    println!("cargo:rustc-link-lib=dylib=mnemo");
+    if bundled {
+        // The bundled build links libmnemo.a, so every program that depends
+        // on this crate runs without a search path for libmnemo.so; its
+        // own needs come from the system.
+        println!("cargo:rustc-link-lib=static=mnemo");
+        for lib in ["stdc++", "gomp", "xxhash", "dl", "pthread", "m"] {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+    } else {
+        println!("cargo:rustc-link-lib=dylib=mnemo");
+    }
     // Seen by dependents as DEP_MNEMO_INCLUDE / DEP_MNEMO_ROOT / DEP_MNEMO_LIB.
     println!("cargo:include={}", include_dir.display());
     println!("cargo:root={}", prefix.display());
@@ -130,7 +143,8 @@ fn build_bundled(root: &Path) -> (PathBuf, PathBuf) {
         .arg("--parallel")
         .arg(jobs)
         .arg("--target")
-        .arg("mnemo");
+        .arg("mnemo")
+        .arg("mnemo_static");
     // CMake keeps a CMakeFiles/<target>.dir folder for each target it
     // generated; the module target exists only when CUDA was found.
     if build
