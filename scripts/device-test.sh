@@ -29,9 +29,18 @@ bundle() {
   for lib in libgomp.so.1 libxxhash.so.0; do
     cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .device/lib/
   done
-  # The Rust differential tests, when the crate's test binary was built.
-  if [ -n "${MNEMO_RUST_TEST_BIN:-}" ] && [ -x "$MNEMO_RUST_TEST_BIN" ]; then
-    cp "$MNEMO_RUST_TEST_BIN" .device/bin/rust_differential
+  # The Rust differential tests against this build (the GPU machine has no
+  # Rust toolchain, so the test binary travels).
+  if command -v cargo >/dev/null 2>&1; then
+    local rbin
+    rbin=$(MNEMO_LIB_DIR="$PWD/build-device/lib" CARGO_TARGET_DIR="$PWD/build-device/cargo" \
+      cargo test --release --no-run --test differential --message-format=json 2>/dev/null |
+      python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "differential":
+        print(m["executable"])')
+    [ -n "$rbin" ] && cp "$rbin" .device/bin/rust_differential
   fi
   strip --strip-unneeded .device/bin/* .device/lib/*.so* 2>/dev/null || true
   du -sh .device
@@ -77,6 +86,7 @@ run() {
   fi
   step "gpu benchmark" 200 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
+  grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
   echo
   echo "== test summaries"

@@ -255,6 +255,60 @@ void bench_host_call(const Floors& f) {
   mnemo_runtime_destroy(rt);
 }
 
+// AUTO's break-even: one query, k = 10, host data, the whole C ABI call on
+// a CPU runtime against a CUDA runtime, over store sizes. The smallest size
+// where the GPU call is faster gives the dispatch threshold in bytes.
+void bench_break_even() {
+  const uint64_t dim = 768;
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  mnemo_runtime *cpu = nullptr, *gpu = nullptr;
+  o.backend = MNEMO_BACKEND_CPU;
+  mnemo_runtime_create(&o, &cpu);
+  o.backend = MNEMO_BACKEND_CUDA;
+  if (mnemo_runtime_create(&o, &gpu) != MNEMO_OK) return;
+  for (uint64_t n : {256ull, 1024ull, 4096ull, 16384ull, 65536ull, 262144ull}) {
+    float *v = nullptr, *q = nullptr, *sc = nullptr;
+    uint64_t *ids = nullptr, *out = nullptr;
+    mnemo_alloc(n * dim * 4, reinterpret_cast<void**>(&v));
+    mnemo_alloc(n * 8, reinterpret_cast<void**>(&ids));
+    mnemo_alloc(dim * 4, reinterpret_cast<void**>(&q));
+    mnemo_alloc(10 * 8, reinterpret_cast<void**>(&out));
+    mnemo_alloc(10 * 4, reinterpret_cast<void**>(&sc));
+    uint64_t x = 88172645463325252ull + n;
+    for (uint64_t i = 0; i < n * dim; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      v[i] = static_cast<float>(x >> 40) / (1u << 24) - 0.5f;
+    }
+    for (uint64_t i = 0; i < n; ++i) ids[i] = i;
+    for (uint64_t d = 0; d < dim; ++d) q[d] = v[d];
+    double t[2] = {0, 0};
+    mnemo_runtime* rts[2] = {cpu, gpu};
+    for (int b = 0; b < 2; ++b) {
+      mnemo_store* st = nullptr;
+      mnemo_store_create(rts[b], dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &st);
+      mnemo_store_add(st, ids, v, MNEMO_DTYPE_F32, n);
+      std::vector<double> ms;
+      for (int i = 0; i < 60; ++i) {
+        const auto a = std::chrono::steady_clock::now();
+        mnemo_store_search(st, q, 1, 10, nullptr, out, sc);
+        const auto e = std::chrono::steady_clock::now();
+        if (i >= 10) ms.push_back(std::chrono::duration<double, std::milli>(e - a).count());
+      }
+      t[b] = median(ms);
+      mnemo_store_destroy(st);
+    }
+    std::printf("break-even: n=%-7llu bytes=%-10llu cpu %.4f ms  gpu %.4f ms\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(n * dim * 4), t[0], t[1]);
+    std::fprintf(g_out,
+                 "{\"workload\": \"break-even 1q x n x 768 f32 k=10 (host call)\", \"impl\": \"cpu vs cuda\", \"n\": %llu, "
+                 "\"bytes\": %llu, \"cpu_ms\": %.5f, \"gpu_ms\": %.5f}\n",
+                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(n * dim * 4), t[0], t[1]);
+    mnemo_free(v), mnemo_free(ids), mnemo_free(q), mnemo_free(out), mnemo_free(sc);
+  }
+  mnemo_runtime_destroy(cpu);
+  mnemo_runtime_destroy(gpu);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,6 +342,7 @@ int main(int argc, char** argv) {
     bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=1024", DType::f32, 1000000, 768, 100, 1024, true,
                  KeyMetric::cosine, sms);
     bench_host_call(f);
+    bench_break_even();
     bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
                  sms);
   } catch (const std::exception& e) {

@@ -19,7 +19,7 @@ def main(mnemo_path, torch_path, out_dir):
     floors = next((r for r in mn if r["workload"] == "floors"), {})
     rows = []
     for r in mn:
-        if r["workload"] in ("device", "floors"):
+        if r["workload"] in ("device", "floors") or r["workload"].startswith("break-even"):
             continue
         base = r["workload"].replace(" (host call)", "")
         peers = {t["impl"]: t["median_ms"] for t in tr if t["workload"] == base}
