@@ -14,7 +14,9 @@ class AlignedBuffer {
   AlignedBuffer() = default;
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), size_(o.size_), cap_(o.cap_) { o.p_ = nullptr, o.size_ = o.cap_ = 0; }
+  AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), size_(o.size_), cap_(o.cap_) {
+    o.p_ = nullptr, o.size_ = o.cap_ = 0;
+  }
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     std::swap(p_, o.p_), std::swap(size_, o.size_), std::swap(cap_, o.cap_);
     return *this;

@@ -22,7 +22,8 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg, std::string
   code = Code::backend_unavailable;
   LoadedModule m;
   if (!load_module("libmnemo_cuda.so", m, reason)) {
-    if (!cuda_module_built()) reason = "this build has no CUDA module (configured with MNEMO_CUDA=OFF or no nvcc); " + reason;
+    if (!cuda_module_built())
+      reason = "this build has no CUDA module (configured with MNEMO_CUDA=OFF or no nvcc); " + reason;
     return nullptr;
   }
   Backend* raw = nullptr;

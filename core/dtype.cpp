@@ -56,8 +56,8 @@ uint16_t f32_to_f16(float f) {
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to Inf (>= 65520)
-  if (a >= 0x38800000u) {  // normal f16 range
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);                        // rounds to Inf (>= 65520)
+  if (a >= 0x38800000u) {                                                                    // normal f16 range
     const uint32_t lsb = (a >> 13) & 1u;
     const uint32_t r = a + 0xfffu + lsb - (112u << 23);
     return static_cast<uint16_t>(sign | (r >> 13));

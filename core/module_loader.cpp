@@ -57,7 +57,8 @@ bool load_module(const char* file_name, LoadedModule& out, std::string& reason) 
   if (!tried) {
     tried = true;
     std::vector<std::string> candidates;
-    if (const char* dir = std::getenv("MNEMO_BACKEND_DIR"); dir && *dir) candidates.push_back(std::string(dir) + "/" + file_name);
+    if (const char* dir = std::getenv("MNEMO_BACKEND_DIR"); dir && *dir)
+      candidates.push_back(std::string(dir) + "/" + file_name);
     const std::string mine = own_dir();
     if (!mine.empty()) candidates.push_back(mine + "/" + file_name);
 #ifdef MNEMO_MODULE_BUILD_DIR

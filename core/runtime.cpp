@@ -39,8 +39,8 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
   }
   if (gpu_) {
     std::string cpu_ops;
-    const std::pair<Op, const char*> ops[] = {{Op::similarity, "similarity"}, {Op::search, "search"},
-                                              {Op::score_pairs, "pairs"},     {Op::resample, "resample"},
+    const std::pair<Op, const char*> ops[] = {{Op::similarity, "similarity"},    {Op::search, "search"},
+                                              {Op::score_pairs, "pairs"},        {Op::resample, "resample"},
                                               {Op::normalize_rows, "normalize"}, {Op::layer_norm, "layer_norm"}};
     for (const auto& [op, name] : ops)
       if (!gpu_->implements(op)) cpu_ops += (cpu_ops.empty() ? "" : ", ") + std::string(name);

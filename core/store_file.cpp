@@ -82,7 +82,8 @@ class Reader {
 
 const char* section(Reader& r, uint32_t tag, uint64_t expect_bytes, const char* name, const std::string& path) {
   if (r.get<uint32_t>(name) != tag) fail(Code::corrupt, path + ": expected the " + name + " section");
-  if (r.get<uint32_t>(name) != 0) fail(Code::corrupt, path + ": reserved field of the " + name + " section is not zero");
+  if (r.get<uint32_t>(name) != 0)
+    fail(Code::corrupt, path + ": reserved field of the " + name + " section is not zero");
   if (r.get<uint64_t>(name) != expect_bytes) fail(Code::corrupt, path + ": " + name + " section has the wrong size");
   const char* data = r.take(expect_bytes, name);
   if (r.get<uint64_t>(name) != XXH3_64bits(data, expect_bytes))
@@ -143,8 +144,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path) {
   Reader r(buf, path);
   if (std::memcmp(r.take(8, "header"), kMagic, 8) != 0) fail(Code::corrupt, path + ": not a mnemo store file");
   const uint32_t version = r.get<uint32_t>("header");
-  if (version != kFormatVersion)
-    fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
+  if (version != kFormatVersion) fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
   if (r.get<uint32_t>("header") != kHeaderBytes) fail(Code::corrupt, path + ": bad header size");
   const uint64_t dim = r.get<uint64_t>("header");
   const int32_t dtype = r.get<int32_t>("header");

@@ -1,6 +1,6 @@
-#include "cuda_backend.h"
-
 #include <string>
+
+#include "cuda_backend.h"
 
 namespace mnemo::cuda {
 

@@ -16,7 +16,8 @@ void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
   DeviceBuffer v(cap * ld_ * esz_), ids(cap * 8), norms(cap * 4), biases(cap * 4);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(v.get(), 0, v.size(), ctx.stream));
   if (slots_ > 0) {
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(v.get(), vectors_.get(), slots_ * ld_ * esz_, cudaMemcpyDeviceToDevice, ctx.stream));
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(v.get(), vectors_.get(), slots_ * ld_ * esz_, cudaMemcpyDeviceToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(ids.get(), ids_.get(), slots_ * 8, cudaMemcpyDeviceToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(norms.get(), norms_.get(), slots_ * 4, cudaMemcpyDeviceToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(biases.get(), biases_.get(), slots_ * 4, cudaMemcpyDeviceToDevice, ctx.stream));
@@ -36,14 +37,14 @@ void DeviceStore::update(const StoreView& v, uint64_t first, uint64_t count) {
   count = std::min<uint64_t>(count, v.slots > first ? v.slots - first : 0);
   if (count > 0) {
     const auto* src = static_cast<const unsigned char*>(v.vectors) + first * dim_ * esz_;
-    MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(vectors_.get<unsigned char>() + first * ld_ * esz_, ld_ * esz_, src,
-                                       dim_ * esz_, dim_ * esz_, count, cudaMemcpyHostToDevice, ctx->stream));
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(ids_.get<uint64_t>() + first, v.ids + first, count * 8, cudaMemcpyHostToDevice,
+    MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(vectors_.get<unsigned char>() + first * ld_ * esz_, ld_ * esz_, src, dim_ * esz_,
+                                       dim_ * esz_, count, cudaMemcpyHostToDevice, ctx->stream));
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(ids_.get<uint64_t>() + first, v.ids + first, count * 8, cudaMemcpyHostToDevice, ctx->stream));
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(norms_.get<float>() + first, v.norms + first, count * 4, cudaMemcpyHostToDevice, ctx->stream));
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(biases_.get<float>() + first, v.biases + first, count * 4, cudaMemcpyHostToDevice,
                                      ctx->stream));
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(norms_.get<float>() + first, v.norms + first, count * 4,
-                                     cudaMemcpyHostToDevice, ctx->stream));
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(biases_.get<float>() + first, v.biases + first, count * 4,
-                                     cudaMemcpyHostToDevice, ctx->stream));
   }
   // The host buffers may change as soon as the store's write lock drops.
   ctx->sync();

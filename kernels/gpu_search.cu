@@ -55,8 +55,7 @@ void upload_queries(ExecContext& ctx, const float* host, uint64_t nq, uint64_t d
     std::memcpy(ctx.staging.get(), host, bytes);
     src = ctx.staging.get<float>();
   }
-  MNEMO_CUDA_CHECK(
-      cudaMemcpy2DAsync(dev, ld * 4, src, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, ctx.stream));
+  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(dev, ld * 4, src, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, ctx.stream));
 }
 
 void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32_t tn, const void* qmat,
@@ -111,8 +110,8 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
       const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, st);
       launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
     }
-  } else if (!use_gemm || (!small && static_cast<uint64_t>(slots) * 4 *
-                                             (s.dtype == DType::f32 || fast ? 1 : 1 + ld) > budget / 2)) {
+  } else if (!use_gemm ||
+             (!small && static_cast<uint64_t>(slots) * 4 * (s.dtype == DType::f32 || fast ? 1 : 1 + ld) > budget / 2)) {
     // Exact keys for every slot, then radix selection, query chunk by chunk.
     const uint64_t row = static_cast<uint64_t>(slots) * 4;
     const uint64_t qc = std::max<uint64_t>(1, std::min<uint64_t>(nq, budget / 2 / row));
@@ -216,8 +215,8 @@ void CudaBackend::search(const SearchArgs& a) {
   // The widest list the device part may produce bounds the columns copied back.
   const uint32_t emit_k = std::min<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(a.k, 0xffffffffu)),
                                              search_list_length(slots, a.k, false));
-  StoreRef s{ds->vectors(), v.dtype, ld, static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(), ds->biases(),
-             nullptr, a.apply_bias, key_metric(v.metric), false};
+  StoreRef s{ds->vectors(), v.dtype, ld,           static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(),
+             ds->biases(),  nullptr, a.apply_bias, key_metric(v.metric),         false};
   Arena io;
   const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
   const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_allow = io.add(a.allow ? words * 8 : 0);

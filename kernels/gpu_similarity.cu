@@ -37,16 +37,17 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
   void* qconv = base + o_qc;
   MNEMO_CUDA_CHECK(cudaMemsetAsync(targets, 0, n * ld * esz, st));
   MNEMO_CUDA_CHECK(cudaMemsetAsync(queries, 0, nq * ld * 4, st));
-  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(targets, ld * esz, a.targets.data, dim * esz, dim * esz, n,
-                                     cudaMemcpyHostToDevice, st));
+  MNEMO_CUDA_CHECK(
+      cudaMemcpy2DAsync(targets, ld * esz, a.targets.data, dim * esz, dim * esz, n, cudaMemcpyHostToDevice, st));
   MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(queries, ld * 4, a.queries, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, st));
   launch_stored_norms(targets, dt, n, ld, norms, st);
   launch_row_norms(queries, static_cast<uint32_t>(nq), ld, qnorms, st);
 
-  const KeyMetric km = a.metric == Metric::l2sq ? KeyMetric::l2 : a.metric == Metric::dot ? KeyMetric::dot
-                                                                                           : KeyMetric::cosine;
-  StoreRef s{targets, dt, ld, static_cast<uint32_t>(dim), static_cast<uint32_t>(n), nullptr, norms, nullptr, nullptr,
-             false, km, true};
+  const KeyMetric km = a.metric == Metric::l2sq  ? KeyMetric::l2
+                       : a.metric == Metric::dot ? KeyMetric::dot
+                                                 : KeyMetric::cosine;
+  StoreRef s{targets, dt, ld,  static_cast<uint32_t>(dim), static_cast<uint32_t>(n), nullptr, norms, nullptr, nullptr,
+             false,   km, true};
   if (gemm && dt != DType::f32) launch_f32_to(dt, queries, qconv, nq * ld, st);
 
   for (uint64_t q0 = 0; q0 < nq; q0 += qc) {

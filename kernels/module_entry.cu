@@ -35,8 +35,9 @@ extern "C" __attribute__((visibility("default"))) int32_t mnemo_module_create(co
       return static_cast<int32_t>(Code::backend_unavailable);
     }
     if (cfg->device_id >= count) {
-      set_err(err, err_len, "device_id " + std::to_string(cfg->device_id) + " but only " + std::to_string(count) +
-                                " CUDA device(s) present");
+      set_err(err, err_len,
+              "device_id " + std::to_string(cfg->device_id) + " but only " + std::to_string(count) +
+                  " CUDA device(s) present");
       return static_cast<int32_t>(Code::out_of_range);
     }
     cudaDeviceProp prop{};

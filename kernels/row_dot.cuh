@@ -12,8 +12,8 @@ namespace mnemo::cuda {
 // NVEC: 16-byte vectors per row when known at compile time (0 = runtime).
 // R rows are read together so a warp keeps R rows of loads in flight.
 template <class T, bool L2, int NVEC, int QB, int R = 1>
-__device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld,
-                                         int lane, float (&acc)[R][QB]) {
+__device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld, int lane,
+                                         float (&acc)[R][QB]) {
   constexpr int V = Vec16<T>::kElems;
 #pragma unroll
   for (int r = 0; r < R; ++r)

@@ -21,9 +21,9 @@ struct ScanSmem {
 };
 
 template <class T, bool L2, int NVEC, int QB>
-__global__ void __launch_bounds__(kThreads) scan_topk_kernel(StoreRef s, const float* __restrict__ queries,
-                                                             const float* __restrict__ qnorms, uint32_t nq, uint32_t k,
-                                                             Cand* __restrict__ cand) {
+__global__ void __launch_bounds__(kThreads)
+    scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                     uint32_t k, Cand* __restrict__ cand) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* qs = reinterpret_cast<float*>(smem);
   Cand* lists = reinterpret_cast<Cand*>(qs + QB * s.ld);
@@ -98,9 +98,9 @@ __global__ void __launch_bounds__(kThreads) scan_topk_kernel(StoreRef s, const f
 }
 
 template <class T, bool L2, int QB>
-__global__ void __launch_bounds__(kThreads) score_rows_kernel(StoreRef s, const float* __restrict__ queries,
-                                                              const float* __restrict__ qnorms, uint32_t nq,
-                                                              float* __restrict__ keys) {
+__global__ void __launch_bounds__(kThreads)
+    score_rows_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                      float* __restrict__ keys) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* qs = reinterpret_cast<float*>(smem);
   for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kThreads) qs[i] = i / s.ld < nq ? queries[i] : 0.0f;
@@ -140,8 +140,9 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
                    unsigned blocks, size_t smem, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
   auto go = [&](auto kernel) {
-    if (smem > 48 * 1024) check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(smem)), "scan smem");
+    if (smem > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "scan smem");
     kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand);
   };
   switch (s.ld) {

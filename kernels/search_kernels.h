@@ -48,8 +48,8 @@ void launch_score_rows(const StoreRef& s, const float* queries, const float* qno
 
 // Turns GEMM dot products dots[q][j] (j < n, slots first..first+n) into keys
 // in place: cosine scaling, L2 by expansion, bias, exclusions.
-void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n,
-                        float* dots, cudaStream_t st);
+void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n, float* dots,
+                        cudaStream_t st);
 
 // Small-k selection over rows vals[q][0..n) (slot = first + j): final keys,
 // or GEMM dot products turned into keys on the fly when raw (then s and
@@ -80,8 +80,8 @@ void sort_lists(Cand* lists, uint32_t nq, uint32_t kc, const uint64_t* ids, void
 // Recomputes exact keys for sorted candidate lists cand[q][0..kc) and
 // re-sorts them when kc <= kSmallKMax (FAST mode and GEMM-based L2);
 // longer lists are re-sorted by the caller with sort_lists.
-void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand,
-                    uint32_t kc, cudaStream_t st);
+void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand, uint32_t kc,
+                    cudaStream_t st);
 
 // Writes the first k of each list as user ids and scores, padded.
 void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, KeyMetric metric,

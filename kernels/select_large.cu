@@ -26,8 +26,8 @@ __device__ __forceinline__ uint32_t key_bits(float f) { return f != f ? 0u : ord
 // Finds, among entries whose masked bits equal prefix, the digit holding the
 // `need`-th largest (descending) or smallest (ascending) value.
 template <class Get, class Match>
-__device__ void radix_pass(uint32_t n, Get get, Match match, int shift, bool descending, uint32_t* hist,
-                           uint32_t& need, uint32_t& digit, uint32_t& in_digit) {
+__device__ void radix_pass(uint32_t n, Get get, Match match, int shift, bool descending, uint32_t* hist, uint32_t& need,
+                           uint32_t& digit, uint32_t& in_digit) {
   for (int i = threadIdx.x; i < 256; i += kThreads) hist[i] = 0;
   __syncthreads();
   for (uint32_t i = threadIdx.x; i < n; i += kThreads)
@@ -52,9 +52,8 @@ __device__ void radix_pass(uint32_t n, Get get, Match match, int shift, bool des
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads) radix_select_kernel(const float* __restrict__ keys, uint32_t n,
-                                                                uint32_t k, const uint64_t* __restrict__ ids,
-                                                                QCand* out) {
+__global__ void __launch_bounds__(kThreads) radix_select_kernel(const float* __restrict__ keys, uint32_t n, uint32_t k,
+                                                                const uint64_t* __restrict__ ids, QCand* out) {
   __shared__ uint32_t hist[256];
   __shared__ uint32_t s_count;
   using Reduce = cub::BlockReduce<uint32_t, kThreads>;

@@ -32,11 +32,10 @@ __device__ void block_fold(WarpList& mine, Cand* lists, const int* counts, int k
 // (order-preserving bits) is a lower bound on query q's k-th best key, raised
 // by every block whose list fills: entries below it cannot make the answer,
 // so later tiles insert almost nothing.
-__global__ void __launch_bounds__(kThreads) select_rows_kernel(const float* __restrict__ vals, bool raw, StoreRef s,
-                                                               const float* __restrict__ qnorms, uint32_t n,
-                                                               uint32_t first, uint32_t k, Cand* cand,
-                                                               uint64_t cand_stride, uint64_t cand_offset,
-                                                               uint32_t* thr) {
+__global__ void __launch_bounds__(kThreads)
+    select_rows_kernel(const float* __restrict__ vals, bool raw, StoreRef s, const float* __restrict__ qnorms,
+                       uint32_t n, uint32_t first, uint32_t k, Cand* cand, uint64_t cand_stride, uint64_t cand_offset,
+                       uint32_t* thr) {
   extern __shared__ __align__(16) unsigned char smem[];
   Cand* lists = reinterpret_cast<Cand*>(smem);
   int* counts = reinterpret_cast<int*>(lists + kWarps * k);
@@ -78,8 +77,8 @@ __global__ void __launch_bounds__(kThreads) select_rows_kernel(const float* __re
   if (thr && lane == 0 && wl.n == static_cast<int>(k)) atomicMax(thr + q, ordered_bits(wl.c[k - 1].key));
 }
 
-__global__ void __launch_bounds__(kThreads) merge_kernel(const Cand* __restrict__ cand, uint64_t m, uint32_t k,
-                                                         const uint64_t* ids, Cand* out) {
+__global__ void __launch_bounds__(kThreads)
+    merge_kernel(const Cand* __restrict__ cand, uint64_t m, uint32_t k, const uint64_t* ids, Cand* out) {
   extern __shared__ __align__(16) unsigned char smem[];
   Cand* lists = reinterpret_cast<Cand*>(smem);
   int* counts = reinterpret_cast<int*>(lists + kWarps * k);
@@ -143,8 +142,8 @@ __global__ void resort_kernel(Cand* cand, uint32_t kc, const uint64_t* ids) {
   for (uint32_t j = lane; j < kc; j += 32) c[j] = static_cast<int>(j) < wl.n ? list[j] : empty_cand();
 }
 
-__global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids,
-                            bool negate, uint64_t* out_ids, float* out_scores) {
+__global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, bool negate,
+                            uint64_t* out_ids, float* out_scores) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<uint64_t>(nq) * k) return;
   const uint64_t q = i / k, j = i % k;
@@ -181,8 +180,8 @@ void launch_merge(const Cand* cand, uint32_t nq, uint64_t m, uint32_t k, const u
   MNEMO_CUDA_LAUNCHED("merge_kernel");
 }
 
-void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand,
-                    uint32_t kc, cudaStream_t st) {
+void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand, uint32_t kc,
+                    cudaStream_t st) {
   const uint64_t warps = static_cast<uint64_t>(nq) * kc;
   const unsigned blocks = ceil_div(warps * 32, 256);
   switch (s.dtype) {

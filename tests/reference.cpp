@@ -43,15 +43,14 @@ uint16_t f16_from_f32(float x) {
   }
   int e = 0;
   std::frexp(a, &e);
-  int exponent = e - 1;  // a in [2^exponent, 2^(exponent+1))
+  int exponent = e - 1;                                        // a in [2^exponent, 2^(exponent+1))
   double sig = round_half_even(std::ldexp(a, 10 - exponent));  // [1024, 2048]
   if (sig == 2048.0) {
     sig = 1024.0;
     exponent += 1;
   }
   if (exponent > 15) return static_cast<uint16_t>(sign | 0x7C00u);
-  return static_cast<uint16_t>(sign | ((exponent + 15) << 10) |
-                               static_cast<int>(sig - 1024.0));
+  return static_cast<uint16_t>(sign | ((exponent + 15) << 10) | static_cast<int>(sig - 1024.0));
 }
 
 double f16_value(uint16_t h) {
@@ -61,8 +60,7 @@ double f16_value(uint16_t h) {
   if (e == 0) {
     v = std::ldexp(static_cast<double>(m), -24);
   } else if (e == 31) {
-    v = m ? std::numeric_limits<double>::quiet_NaN()
-          : std::numeric_limits<double>::infinity();
+    v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
   } else {
     v = std::ldexp(static_cast<double>(1024 + m), e - 25);
   }
@@ -180,8 +178,7 @@ double score(int32_t metric, const double* x, const double* y, size_t dim) {
   }
 }
 
-double score_tol(int32_t metric, const double* x, const double* y, size_t dim,
-                 double ref_score) {
+double score_tol(int32_t metric, const double* x, const double* y, size_t dim, double ref_score) {
   switch (metric) {
     case MNEMO_METRIC_COSINE: return 1e-5;
     case MNEMO_METRIC_DOT: {
@@ -202,8 +199,7 @@ double score_tol(int32_t metric, const double* x, const double* y, size_t dim,
 }
 
 std::vector<Candidate> rank(int32_t metric, std::vector<Candidate> cands) {
-  cands.erase(std::remove_if(cands.begin(), cands.end(),
-                             [](const Candidate& c) { return std::isnan(c.score); }),
+  cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Candidate& c) { return std::isnan(c.score); }),
               cands.end());
   const bool hi = higher_is_better(metric);
   std::sort(cands.begin(), cands.end(), [hi](const Candidate& a, const Candidate& b) {
@@ -213,8 +209,8 @@ std::vector<Candidate> rank(int32_t metric, std::vector<Candidate> cands) {
   return cands;
 }
 
-void topk(int32_t metric, const std::vector<Candidate>& cands, size_t k,
-          std::vector<uint64_t>* ids, std::vector<double>* scores) {
+void topk(int32_t metric, const std::vector<Candidate>& cands, size_t k, std::vector<uint64_t>* ids,
+          std::vector<double>* scores) {
   const std::vector<Candidate> r = rank(metric, cands);
   ids->assign(k, MNEMO_NO_ID);
   scores->assign(k, std::numeric_limits<double>::quiet_NaN());
@@ -224,12 +220,9 @@ void topk(int32_t metric, const std::vector<Candidate>& cands, size_t k,
   }
 }
 
-std::vector<ResampleTarget> resample_plan(const std::vector<double>& src_times,
-                                          const std::vector<double>& tgt_times,
-                                          size_t batch, size_t n_src,
-                                          size_t n_tgt,
-                                          const std::vector<uint64_t>& src_len,
-                                          const std::vector<uint64_t>& tgt_len) {
+std::vector<ResampleTarget> resample_plan(const std::vector<double>& src_times, const std::vector<double>& tgt_times,
+                                          size_t batch, size_t n_src, size_t n_tgt,
+                                          const std::vector<uint64_t>& src_len, const std::vector<uint64_t>& tgt_len) {
   std::vector<ResampleTarget> plan(batch * n_tgt);
   for (size_t b = 0; b < batch; ++b) {
     const size_t L = src_len.empty() ? n_src : src_len[b];
@@ -272,8 +265,7 @@ double interp_tol(int32_t dtype, double a, double b, double value) {
   return std::ldexp(m, -20) + (dtype == MNEMO_DTYPE_F32 ? 0.0 : rounding_tol(dtype, value));
 }
 
-std::vector<double> normalize_rows(const std::vector<double>& in, size_t rows,
-                                   size_t dim) {
+std::vector<double> normalize_rows(const std::vector<double>& in, size_t rows, size_t dim) {
   std::vector<double> out(rows * dim, 0.0);
   for (size_t r = 0; r < rows; ++r) {
     double ss = 0;
@@ -285,10 +277,8 @@ std::vector<double> normalize_rows(const std::vector<double>& in, size_t rows,
   return out;
 }
 
-std::vector<double> layer_norm(const std::vector<double>& in, size_t rows,
-                               size_t dim, const float* gamma,
-                               const float* beta, double eps, int32_t dtype,
-                               std::vector<double>* tol) {
+std::vector<double> layer_norm(const std::vector<double>& in, size_t rows, size_t dim, const float* gamma,
+                               const float* beta, double eps, int32_t dtype, std::vector<double>* tol) {
   std::vector<double> out(rows * dim);
   tol->assign(rows * dim, 0.0);
   for (size_t r = 0; r < rows; ++r) {
@@ -306,8 +296,7 @@ std::vector<double> layer_norm(const std::vector<double>& in, size_t rows,
       const double z = denom == 0.0 ? 0.0 : (x[c] - mean) / std::sqrt(denom);
       const double v = z * g + bt;
       out[r * dim + c] = v;
-      (*tol)[r * dim + c] = 1e-5 * std::fabs(g) * (std::fabs(z) + 1.0) +
-                            1e-6 * std::fabs(bt) + rounding_tol(dtype, v);
+      (*tol)[r * dim + c] = 1e-5 * std::fabs(g) * (std::fabs(z) + 1.0) + 1e-6 * std::fabs(bt) + rounding_tol(dtype, v);
     }
   }
   return out;

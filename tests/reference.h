@@ -37,8 +37,7 @@ double score(int32_t metric, const double* x, const double* y, size_t dim);
 // by max(1, sum |x_i y_i|) (which is 1e-5 for unit vectors); squared L2 1e-5
 // relative with an absolute floor of 1e-7 (|x|^2 + |y|^2) for near-zero
 // distances.
-double score_tol(int32_t metric, const double* x, const double* y, size_t dim,
-                 double ref_score);
+double score_tol(int32_t metric, const double* x, const double* y, size_t dim, double ref_score);
 
 // ---- top-k -------------------------------------------------------------------------
 
@@ -54,8 +53,8 @@ std::vector<Candidate> rank(int32_t metric, std::vector<Candidate> cands);
 
 // The reference answer for one query: k ids and scores, padded with
 // MNEMO_NO_ID and NaN when fewer than k candidates exist.
-void topk(int32_t metric, const std::vector<Candidate>& cands, size_t k,
-          std::vector<uint64_t>* ids, std::vector<double>* scores);
+void topk(int32_t metric, const std::vector<Candidate>& cands, size_t k, std::vector<uint64_t>* ids,
+          std::vector<double>* scores);
 
 // ---- resampling ----------------------------------------------------------------------
 
@@ -71,12 +70,9 @@ struct ResampleTarget {
 // w = (t - t_i) / (t_{i+1} - t_i). Targets at or past tgt_lengths[b] -> zero.
 // Times are given as doubles (f32 times are exact in double). Lengths may be
 // empty (every row full).
-std::vector<ResampleTarget> resample_plan(const std::vector<double>& src_times,
-                                          const std::vector<double>& tgt_times,
-                                          size_t batch, size_t n_src,
-                                          size_t n_tgt,
-                                          const std::vector<uint64_t>& src_len,
-                                          const std::vector<uint64_t>& tgt_len);
+std::vector<ResampleTarget> resample_plan(const std::vector<double>& src_times, const std::vector<double>& tgt_times,
+                                          size_t batch, size_t n_src, size_t n_tgt,
+                                          const std::vector<uint64_t>& src_len, const std::vector<uint64_t>& tgt_len);
 
 // Bound on |out - (a + w (b - a))| for fma(w, b - a, a) in f32 with w from
 // rounded arithmetic, then rounded to `dtype`.
@@ -85,15 +81,12 @@ double interp_tol(int32_t dtype, double a, double b, double value);
 // ---- normalisation ---------------------------------------------------------------------
 
 // x / ||x||_2 per row; a zero row stays zero.
-std::vector<double> normalize_rows(const std::vector<double>& in, size_t rows,
-                                   size_t dim);
+std::vector<double> normalize_rows(const std::vector<double>& in, size_t rows, size_t dim);
 
 // LayerNorm with biased variance; gamma/beta may be null (ones / zeros).
 // A row whose var + eps is 0 becomes beta. `tol` receives a per-element
 // bound for f32 statistics, plus the output rounding of `dtype`.
-std::vector<double> layer_norm(const std::vector<double>& in, size_t rows,
-                               size_t dim, const float* gamma,
-                               const float* beta, double eps, int32_t dtype,
-                               std::vector<double>* tol);
+std::vector<double> layer_norm(const std::vector<double>& in, size_t rows, size_t dim, const float* gamma,
+                               const float* beta, double eps, int32_t dtype, std::vector<double>* tol);
 
 }  // namespace ref

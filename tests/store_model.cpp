@@ -1,9 +1,9 @@
 #include "store_model.h"
 
-#include "topk_check.h"
-
 #include <cmath>
 #include <cstring>
+
+#include "topk_check.h"
 
 namespace mt {
 
@@ -35,8 +35,8 @@ std::vector<uint64_t> StoreModel::ids() const {
   return out;
 }
 
-std::vector<ref::Candidate> StoreModel::candidates(
-    const double* q, bool apply_bias, const std::set<uint64_t>* allow) const {
+std::vector<ref::Candidate> StoreModel::candidates(const double* q, bool apply_bias,
+                                                   const std::set<uint64_t>* allow) const {
   std::vector<ref::Candidate> c;
   const bool hi = ref::higher_is_better(metric_);
   for (const auto& kv : e_) {
@@ -54,22 +54,19 @@ std::vector<ref::Candidate> StoreModel::candidates(
   return c;
 }
 
-mnemo_status store_add(mnemo_store* s, const std::vector<uint64_t>& ids,
-                       const Matrix& m) {
+mnemo_status store_add(mnemo_store* s, const std::vector<uint64_t>& ids, const Matrix& m) {
   Buf<uint64_t> b(ids.size());
   std::copy(ids.begin(), ids.end(), b.data());
   return mnemo_store_add(s, b.data(), m.data(), m.dtype, ids.size());
 }
 
-mnemo_status store_remove(mnemo_store* s, const std::vector<uint64_t>& ids,
-                          uint64_t* removed) {
+mnemo_status store_remove(mnemo_store* s, const std::vector<uint64_t>& ids, uint64_t* removed) {
   Buf<uint64_t> b(ids.size());
   std::copy(ids.begin(), ids.end(), b.data());
   return mnemo_store_remove(s, b.data(), ids.size(), removed);
 }
 
-mnemo_status store_set_bias(mnemo_store* s, const std::vector<uint64_t>& ids,
-                            const std::vector<float>& biases) {
+mnemo_status store_set_bias(mnemo_store* s, const std::vector<uint64_t>& ids, const std::vector<float>& biases) {
   Buf<uint64_t> b(ids.size());
   Buf<float> f(biases.size());
   std::copy(ids.begin(), ids.end(), b.data());
@@ -77,45 +74,39 @@ mnemo_status store_set_bias(mnemo_store* s, const std::vector<uint64_t>& ids,
   return mnemo_store_set_bias(s, b.data(), f.data(), ids.size());
 }
 
-mnemo_status store_search(const mnemo_store* s, const Matrix& q, size_t k,
-                          const mnemo_search_options* opts, Results* r) {
+mnemo_status store_search(const mnemo_store* s, const Matrix& q, size_t k, const mnemo_search_options* opts,
+                          Results* r) {
   r->nq = q.rows;
   r->k = k;
   r->ids = Buf<uint64_t>(q.rows * k);
   r->scores = Buf<float>(q.rows * k);
-  return mnemo_store_search(s, static_cast<const float*>(q.data()), q.rows, k,
-                            opts, r->ids.data(), r->scores.data());
+  return mnemo_store_search(s, static_cast<const float*>(q.data()), q.rows, k, opts, r->ids.data(), r->scores.data());
 }
 
-void expect_results(const StoreModel& model, const Matrix& q, const Results& r,
-                    bool apply_bias, const std::set<uint64_t>* allow) {
+void expect_results(const StoreModel& model, const Matrix& q, const Results& r, bool apply_bias,
+                    const std::set<uint64_t>* allow) {
   for (size_t i = 0; i < q.rows; ++i) {
-    EXPECT_TRUE(check_topk(model.metric(), model.candidates(q.row(i), apply_bias, allow),
-                           r.k, r.row_ids(i), r.row_scores(i)))
-        << "query " << i << " of " << q.rows << ", k " << r.k << ", "
-        << model.size() << " stored";
+    EXPECT_TRUE(
+        check_topk(model.metric(), model.candidates(q.row(i), apply_bias, allow), r.k, r.row_ids(i), r.row_scores(i)))
+        << "query " << i << " of " << q.rows << ", k " << r.k << ", " << model.size() << " stored";
   }
 }
 
 bool same_results(const Results& a, const Results& b) {
   const size_t n = a.nq * a.k;
-  return a.nq == b.nq && a.k == b.k &&
-         std::memcmp(a.ids.data(), b.ids.data(), n * sizeof(uint64_t)) == 0 &&
+  return a.nq == b.nq && a.k == b.k && std::memcmp(a.ids.data(), b.ids.data(), n * sizeof(uint64_t)) == 0 &&
          std::memcmp(a.scores.data(), b.scores.data(), n * sizeof(float)) == 0;
 }
 
 bool StoreState::operator==(const StoreState& o) const {
   auto same_f = [](const std::vector<float>& x, const std::vector<float>& y) {
-    return x.size() == y.size() &&
-           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
   };
-  return count == o.count && slot_count == o.slot_count &&
-         get_status == o.get_status && slots == o.slots && same_f(vectors, o.vectors) &&
-         result_ids == o.result_ids && same_f(result_scores, o.result_scores);
+  return count == o.count && slot_count == o.slot_count && get_status == o.get_status && slots == o.slots &&
+         same_f(vectors, o.vectors) && result_ids == o.result_ids && same_f(result_scores, o.result_scores);
 }
 
-StoreState capture(const mnemo_store* s, const std::vector<uint64_t>& probe_ids,
-                   const Matrix& probe_queries) {
+StoreState capture(const mnemo_store* s, const std::vector<uint64_t>& probe_ids, const Matrix& probe_queries) {
   StoreState st;
   EXPECT_OK(mnemo_store_count(s, &st.count));
   EXPECT_OK(mnemo_store_slot_count(s, &st.slot_count));

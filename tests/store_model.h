@@ -2,19 +2,18 @@
 // thin wrappers that pass std::vector arguments through aligned buffers.
 #pragma once
 
-#include "reference.h"
-#include "support.h"
-
 #include <map>
 #include <set>
 #include <vector>
+
+#include "reference.h"
+#include "support.h"
 
 namespace mt {
 
 class StoreModel {
  public:
-  StoreModel(size_t dim, int32_t dtype, int32_t metric)
-      : dim_(dim), dtype_(dtype), metric_(metric) {}
+  StoreModel(size_t dim, int32_t dtype, int32_t metric) : dim_(dim), dtype_(dtype), metric_(metric) {}
 
   // What the store holds after a successful mnemo_store_add(ids, m): upsert
   // keeps the bias, a repeated id takes its last row, F32 rows are rounded to
@@ -47,12 +46,9 @@ class StoreModel {
   std::map<uint64_t, Entry> e_;
 };
 
-mnemo_status store_add(mnemo_store* s, const std::vector<uint64_t>& ids,
-                       const Matrix& m);
-mnemo_status store_remove(mnemo_store* s, const std::vector<uint64_t>& ids,
-                          uint64_t* removed);
-mnemo_status store_set_bias(mnemo_store* s, const std::vector<uint64_t>& ids,
-                            const std::vector<float>& biases);
+mnemo_status store_add(mnemo_store* s, const std::vector<uint64_t>& ids, const Matrix& m);
+mnemo_status store_remove(mnemo_store* s, const std::vector<uint64_t>& ids, uint64_t* removed);
+mnemo_status store_set_bias(mnemo_store* s, const std::vector<uint64_t>& ids, const std::vector<float>& biases);
 
 // Search results; buffers start as 0xAB bytes so unwritten slots show.
 struct Results {
@@ -62,11 +58,11 @@ struct Results {
   const uint64_t* row_ids(size_t i) const { return ids.data() + i * k; }
   const float* row_scores(size_t i) const { return scores.data() + i * k; }
 };
-mnemo_status store_search(const mnemo_store* s, const Matrix& q, size_t k,
-                          const mnemo_search_options* opts, Results* r);
+mnemo_status store_search(const mnemo_store* s, const Matrix& q, size_t k, const mnemo_search_options* opts,
+                          Results* r);
 // Every row of r against the model's reference top-k.
-void expect_results(const StoreModel& model, const Matrix& q, const Results& r,
-                    bool apply_bias, const std::set<uint64_t>* allow = nullptr);
+void expect_results(const StoreModel& model, const Matrix& q, const Results& r, bool apply_bias,
+                    const std::set<uint64_t>* allow = nullptr);
 // Bit-for-bit equality of two result sets.
 bool same_results(const Results& a, const Results& b);
 
@@ -81,7 +77,6 @@ struct StoreState {
   std::vector<float> result_scores;
   bool operator==(const StoreState& o) const;
 };
-StoreState capture(const mnemo_store* s, const std::vector<uint64_t>& probe_ids,
-                   const Matrix& probe_queries);
+StoreState capture(const mnemo_store* s, const std::vector<uint64_t>& probe_ids, const Matrix& probe_queries);
 
 }  // namespace mt

@@ -1,10 +1,10 @@
 #include "support.h"
 
-#include "reference.h"
-
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+
+#include "reference.h"
 
 namespace mt {
 
@@ -37,8 +37,7 @@ mnemo_runtime* rt() {
     const mnemo_runtime_options o = test_options();
     const mnemo_status st = mnemo_runtime_create(&o, &shared.rt);
     if (st != MNEMO_OK) {
-      ADD_FAILURE() << "mnemo_runtime_create -> " << status_str(st) << ": "
-                    << last_error();
+      ADD_FAILURE() << "mnemo_runtime_create -> " << status_str(st) << ": " << last_error();
       shared.rt = nullptr;
     }
   }
@@ -49,21 +48,17 @@ RuntimePtr make_runtime(const mnemo_runtime_options& opts) {
   mnemo_runtime* r = nullptr;
   const mnemo_status st = mnemo_runtime_create(&opts, &r);
   if (st != MNEMO_OK) {
-    ADD_FAILURE() << "mnemo_runtime_create -> " << status_str(st) << ": "
-                  << last_error();
+    ADD_FAILURE() << "mnemo_runtime_create -> " << status_str(st) << ": " << last_error();
     return RuntimePtr();
   }
   return RuntimePtr(r);
 }
 
-StorePtr make_store(uint64_t dim, int32_t dtype, int32_t metric,
-                    mnemo_runtime* runtime) {
+StorePtr make_store(uint64_t dim, int32_t dtype, int32_t metric, mnemo_runtime* runtime) {
   mnemo_store* s = nullptr;
-  const mnemo_status st =
-      mnemo_store_create(runtime ? runtime : rt(), dim, dtype, metric, &s);
+  const mnemo_status st = mnemo_store_create(runtime ? runtime : rt(), dim, dtype, metric, &s);
   if (st != MNEMO_OK) {
-    ADD_FAILURE() << "mnemo_store_create(dim " << dim << ", "
-                  << dtype_name(dtype) << ", " << metric_name(metric)
+    ADD_FAILURE() << "mnemo_store_create(dim " << dim << ", " << dtype_name(dtype) << ", " << metric_name(metric)
                   << ") -> " << status_str(st) << ": " << last_error();
     return StorePtr();
   }
@@ -75,8 +70,7 @@ std::mt19937_64 rng_for_test() {
   if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
     name = std::string(info->test_suite_name()) + "." + info->name();
   uint64_t seed = std::hash<std::string>{}(name);
-  if (const char* env = std::getenv("MNEMO_TEST_SEED"))
-    seed ^= std::strtoull(env, nullptr, 10) * 0x9E3779B97F4A7C15ull;
+  if (const char* env = std::getenv("MNEMO_TEST_SEED")) seed ^= std::strtoull(env, nullptr, 10) * 0x9E3779B97F4A7C15ull;
   ::testing::Test::RecordProperty("seed", std::to_string(seed));
   return std::mt19937_64(seed);
 }
@@ -89,9 +83,7 @@ float rand_nonzero(std::mt19937_64& rng) {
   }
 }
 
-uint64_t rand_below(std::mt19937_64& rng, uint64_t n) {
-  return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng);
-}
+uint64_t rand_below(std::mt19937_64& rng, uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); }
 
 std::string last_error() {
   const char* m = mnemo_last_error();
@@ -105,15 +97,13 @@ std::string status_str(mnemo_status s) {
 
 namespace {
 bool ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 bool digit(char c) { return c >= '0' && c <= '9'; }
 }  // namespace
 
 bool names_identifier(const std::string& text, const std::string& name) {
-  for (size_t pos = text.find(name); pos != std::string::npos;
-       pos = text.find(name, pos + 1)) {
+  for (size_t pos = text.find(name); pos != std::string::npos; pos = text.find(name, pos + 1)) {
     const bool left_ok = pos == 0 || !ident_char(text[pos - 1]);
     const size_t end = pos + name.size();
     const bool right_ok = end == text.size() || !ident_char(text[end]);
@@ -124,8 +114,7 @@ bool names_identifier(const std::string& text, const std::string& name) {
 
 bool names_number(const std::string& text, uint64_t value) {
   const std::string n = std::to_string(value);
-  for (size_t pos = text.find(n); pos != std::string::npos;
-       pos = text.find(n, pos + 1)) {
+  for (size_t pos = text.find(n); pos != std::string::npos; pos = text.find(n, pos + 1)) {
     const bool left_ok = pos == 0 || !digit(text[pos - 1]);
     const size_t end = pos + n.size();
     const bool right_ok = end == text.size() || !digit(text[end]);
@@ -134,20 +123,16 @@ bool names_number(const std::string& text, uint64_t value) {
   return false;
 }
 
-::testing::AssertionResult failed_with(mnemo_status got, mnemo_status want,
-                                       const char* arg) {
+::testing::AssertionResult failed_with(mnemo_status got, mnemo_status want, const char* arg) {
   const std::string msg = last_error();
   if (got != want)
-    return ::testing::AssertionFailure()
-           << "status " << status_str(got) << ", expected " << status_str(want)
-           << "; last error: \"" << msg << "\"";
+    return ::testing::AssertionFailure() << "status " << status_str(got) << ", expected " << status_str(want)
+                                         << "; last error: \"" << msg << "\"";
   if (msg.empty())
-    return ::testing::AssertionFailure()
-           << "status " << status_str(got) << " but mnemo_last_error() is empty";
+    return ::testing::AssertionFailure() << "status " << status_str(got) << " but mnemo_last_error() is empty";
   if (arg != nullptr && !names_identifier(msg, arg))
-    return ::testing::AssertionFailure()
-           << "status " << status_str(got) << " but the message \"" << msg
-           << "\" does not name the argument '" << arg << "'";
+    return ::testing::AssertionFailure() << "status " << status_str(got) << " but the message \"" << msg
+                                         << "\" does not name the argument '" << arg << "'";
   return ::testing::AssertionSuccess();
 }
 
@@ -188,8 +173,7 @@ void Matrix::copy_row(size_t to, const Matrix& src, size_t from) {
   for (size_t j = 0; j < dim; ++j) val[to * dim + j] = src.val[from * dim + j];
 }
 
-Matrix random_matrix(std::mt19937_64& rng, int32_t dtype, size_t rows,
-                     size_t dim, bool unit_rows) {
+Matrix random_matrix(std::mt19937_64& rng, int32_t dtype, size_t rows, size_t dim, bool unit_rows) {
   Matrix m(dtype, rows, dim);
   std::vector<float> row(dim);
   for (size_t i = 0; i < rows; ++i) {
@@ -202,8 +186,7 @@ Matrix random_matrix(std::mt19937_64& rng, int32_t dtype, size_t rows,
     for (size_t j = 0; j < dim; ++j) {
       float v = row[j] * inv;
       // Rounding to f16 must not make an entry zero either.
-      if (dtype == MNEMO_DTYPE_F16 && ref::f16_value(ref::f16_from_f32(v)) == 0.0)
-        v = std::copysign(1e-3f, v);
+      if (dtype == MNEMO_DTYPE_F16 && ref::f16_value(ref::f16_from_f32(v)) == 0.0) v = std::copysign(1e-3f, v);
       m.set(i, j, v);
     }
   }
@@ -229,8 +212,7 @@ void poison_f32(float* data, size_t count) { poison(data, MNEMO_DTYPE_F32, count
 namespace mt {
 
 std::string case_name(int32_t dtype, int32_t metric, size_t dim) {
-  return std::string(dtype_name(dtype)) + "_" + metric_name(metric) + "_d" +
-         std::to_string(dim);
+  return std::string(dtype_name(dtype)) + "_" + metric_name(metric) + "_d" + std::to_string(dim);
 }
 
 }  // namespace mt

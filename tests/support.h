@@ -2,9 +2,8 @@
 // random inputs and status expectations.
 #pragma once
 
-#include <mnemo.h>
-
 #include <gtest/gtest.h>
+#include <mnemo.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -88,8 +87,7 @@ mnemo_runtime* rt();
 // A fresh runtime with the given options; fails the test if creation fails.
 RuntimePtr make_runtime(const mnemo_runtime_options& opts);
 // A store on rt(); fails the test (returns null) if creation fails.
-StorePtr make_store(uint64_t dim, int32_t dtype, int32_t metric,
-                    mnemo_runtime* runtime = nullptr);
+StorePtr make_store(uint64_t dim, int32_t dtype, int32_t metric, mnemo_runtime* runtime = nullptr);
 
 // ---- randomness ------------------------------------------------------------
 
@@ -112,20 +110,17 @@ bool names_number(const std::string& text, uint64_t value);
 
 // Checks `got == want`, that mnemo_last_error() is non-empty, and when `arg`
 // is given that the message names it as an identifier.
-::testing::AssertionResult failed_with(mnemo_status got, mnemo_status want,
-                                       const char* arg = nullptr);
+::testing::AssertionResult failed_with(mnemo_status got, mnemo_status want, const char* arg = nullptr);
 
-#define EXPECT_OK(call)                                                     \
-  do {                                                                      \
-    const mnemo_status st_ = (call);                                        \
-    EXPECT_EQ(st_, MNEMO_OK) << #call << " -> " << ::mt::status_str(st_)    \
-                             << ": " << ::mt::last_error();                 \
+#define EXPECT_OK(call)                                                                                 \
+  do {                                                                                                  \
+    const mnemo_status st_ = (call);                                                                    \
+    EXPECT_EQ(st_, MNEMO_OK) << #call << " -> " << ::mt::status_str(st_) << ": " << ::mt::last_error(); \
   } while (0)
-#define ASSERT_OK(call)                                                     \
-  do {                                                                      \
-    const mnemo_status st_ = (call);                                        \
-    ASSERT_EQ(st_, MNEMO_OK) << #call << " -> " << ::mt::status_str(st_)    \
-                             << ": " << ::mt::last_error();                 \
+#define ASSERT_OK(call)                                                                                 \
+  do {                                                                                                  \
+    const mnemo_status st_ = (call);                                                                    \
+    ASSERT_EQ(st_, MNEMO_OK) << #call << " -> " << ::mt::status_str(st_) << ": " << ::mt::last_error(); \
   } while (0)
 
 // ---- dtypes ----------------------------------------------------------------
@@ -155,8 +150,7 @@ struct Matrix {
 
 // Random rows with entries in [-1, 1] (never zero); unit rows are normalised
 // in f32 before rounding to the dtype.
-Matrix random_matrix(std::mt19937_64& rng, int32_t dtype, size_t rows,
-                     size_t dim, bool unit_rows = false);
+Matrix random_matrix(std::mt19937_64& rng, int32_t dtype, size_t rows, size_t dim, bool unit_rows = false);
 
 // Quiet-NaN bit patterns used to poison outputs: an element still holding one
 // after a successful call was never written.
@@ -179,13 +173,11 @@ namespace mt {
 std::string case_name(int32_t dtype, int32_t metric, size_t dim);
 
 inline const std::vector<int32_t>& storage_dtypes() {
-  static const std::vector<int32_t> d = {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16,
-                                         MNEMO_DTYPE_BF16};
+  static const std::vector<int32_t> d = {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16};
   return d;
 }
 inline const std::vector<int32_t>& metrics() {
-  static const std::vector<int32_t> m = {MNEMO_METRIC_COSINE, MNEMO_METRIC_DOT,
-                                         MNEMO_METRIC_L2SQ};
+  static const std::vector<int32_t> m = {MNEMO_METRIC_COSINE, MNEMO_METRIC_DOT, MNEMO_METRIC_L2SQ};
   return m;
 }
 

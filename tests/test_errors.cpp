@@ -1,13 +1,13 @@
 // Every class of bad input for every function: the right status, a message
 // naming the argument, outputs byte-identical to their poisoned state and
 // stores unchanged.
-#include "reference.h"
-#include "store_model.h"
-#include "support.h"
-
 #include <cmath>
 #include <functional>
 #include <limits>
+
+#include "reference.h"
+#include "store_model.h"
+#include "support.h"
 
 namespace {
 
@@ -33,15 +33,13 @@ class Outputs {
   }
 
  private:
-  std::vector<std::pair<std::function<std::vector<unsigned char>()>,
-                        std::vector<unsigned char>>>
-      items_;
+  std::vector<std::pair<std::function<std::vector<unsigned char>()>, std::vector<unsigned char>>> items_;
 };
 
-#define EXPECT_REFUSED(call, want, arg, outputs)                           \
-  do {                                                                     \
-    EXPECT_TRUE(::mt::failed_with((call), (want), (arg))) << #call;        \
-    EXPECT_TRUE((outputs).unchanged()) << #call << " wrote an output";     \
+#define EXPECT_REFUSED(call, want, arg, outputs)                       \
+  do {                                                                 \
+    EXPECT_TRUE(::mt::failed_with((call), (want), (arg))) << #call;    \
+    EXPECT_TRUE((outputs).unchanged()) << #call << " wrote an output"; \
   } while (0)
 
 template <class T>
@@ -51,8 +49,7 @@ T* off4(const T* p) {  // a view of p shifted by 4 bytes
 
 // Bad enum values of each kind.
 const std::vector<int32_t> kBadMetrics = {0, 4, -1, 99, std::numeric_limits<int32_t>::min()};
-const std::vector<int32_t> kNotStorageDtypes = {MNEMO_DTYPE_F64, MNEMO_DTYPE_U32,
-                                                MNEMO_DTYPE_U64, 0, 7, -2, 1000};
+const std::vector<int32_t> kNotStorageDtypes = {MNEMO_DTYPE_F64, MNEMO_DTYPE_U32, MNEMO_DTYPE_U64, 0, 7, -2, 1000};
 
 // ---- similarity ----------------------------------------------------------------
 
@@ -66,10 +63,8 @@ TEST(Errors, Similarity) {
   out.watch(scores);
   const float* qp = static_cast<const float*>(q.data());
   const void* tp = t.data();
-  auto sim = [&](mnemo_runtime* r, int32_t metric, const float* qq, uint64_t nqq,
-                 const void* tt, int32_t dt, uint64_t nn, uint64_t d, float* s) {
-    return mnemo_similarity(r, metric, qq, nqq, tt, dt, nn, d, s);
-  };
+  auto sim = [&](mnemo_runtime* r, int32_t metric, const float* qq, uint64_t nqq, const void* tt, int32_t dt,
+                 uint64_t nn, uint64_t d, float* s) { return mnemo_similarity(r, metric, qq, nqq, tt, dt, nn, d, s); };
   const int32_t F32 = MNEMO_DTYPE_F32, COS = MNEMO_METRIC_COSINE;
 
   EXPECT_REFUSED(sim(nullptr, COS, qp, nq, tp, F32, n, dim, scores.data()), MNEMO_E_NULL_POINTER, "rt", out);
@@ -89,10 +84,14 @@ TEST(Errors, Similarity) {
 
   // Overflowing products: nq * n, n * dim, nq * dim, and bytes of dim.
   EXPECT_REFUSED(sim(mt::rt(), COS, qp, kBig32 + 1, tp, F32, kBig32, 1, scores.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, uint64_t{1} << 33, uint64_t{1} << 31, scores.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(sim(mt::rt(), COS, qp, uint64_t{1} << 40, tp, F32, 1, uint64_t{1} << 30, scores.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, 1, uint64_t{1} << 62, scores.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, (uint64_t{1} << 62) + 1, 1, scores.data()), MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, uint64_t{1} << 33, uint64_t{1} << 31, scores.data()),
+                 MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(sim(mt::rt(), COS, qp, uint64_t{1} << 40, tp, F32, 1, uint64_t{1} << 30, scores.data()),
+                 MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, 1, uint64_t{1} << 62, scores.data()), MNEMO_E_OVERFLOW, nullptr,
+                 out);
+  EXPECT_REFUSED(sim(mt::rt(), COS, qp, 1, tp, F32, (uint64_t{1} << 62) + 1, 1, scores.data()), MNEMO_E_OVERFLOW,
+                 nullptr, out);
 
   // Non-finite inputs, in queries and in targets of each dtype.
   q.set(1, 4, kNaN);
@@ -105,8 +104,8 @@ TEST(Errors, Similarity) {
     for (const float bad : {kNaN, kInf}) {
       Matrix tt = mt::random_matrix(rng, dt, n, dim);
       tt.set(2, 3, bad);
-      EXPECT_REFUSED(sim(mt::rt(), MNEMO_METRIC_L2SQ, qp, nq, tt.data(), dt, n, dim, scores.data()),
-                     MNEMO_E_NON_FINITE, "targets", out);
+      EXPECT_REFUSED(sim(mt::rt(), MNEMO_METRIC_L2SQ, qp, nq, tt.data(), dt, n, dim, scores.data()), MNEMO_E_NON_FINITE,
+                     "targets", out);
     }
   }
   // Still fine afterwards.
@@ -126,8 +125,10 @@ TEST(Errors, StoreCreate) {
   EXPECT_TRUE(mt::failed_with(mnemo_store_create(mt::rt(), 5, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, nullptr),
                               MNEMO_E_NULL_POINTER, "out"));
   refused(mnemo_store_create(mt::rt(), 0, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &out), MNEMO_E_INVALID_ARGUMENT, "dim");
-  refused(mnemo_store_create(mt::rt(), 65537, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &out), MNEMO_E_INVALID_ARGUMENT, "dim");
-  refused(mnemo_store_create(mt::rt(), MNEMO_NO_ID, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &out), MNEMO_E_INVALID_ARGUMENT, "dim");
+  refused(mnemo_store_create(mt::rt(), 65537, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &out), MNEMO_E_INVALID_ARGUMENT,
+          "dim");
+  refused(mnemo_store_create(mt::rt(), MNEMO_NO_ID, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &out), MNEMO_E_INVALID_ARGUMENT,
+          "dim");
   for (const int32_t m : kBadMetrics)
     refused(mnemo_store_create(mt::rt(), 5, MNEMO_DTYPE_F32, m, &out), MNEMO_E_INVALID_ARGUMENT, "metric");
   for (const int32_t dt : kNotStorageDtypes)
@@ -154,10 +155,10 @@ struct Fixture {
   bool unchanged() const { return mt::capture(store.get(), probe_ids, probe) == before; }
 };
 
-#define EXPECT_STORE_REFUSED(call, want, arg, fx)                           \
-  do {                                                                      \
-    EXPECT_TRUE(::mt::failed_with((call), (want), (arg))) << #call;         \
-    EXPECT_TRUE((fx).unchanged()) << #call << " changed the store";         \
+#define EXPECT_STORE_REFUSED(call, want, arg, fx)                   \
+  do {                                                              \
+    EXPECT_TRUE(::mt::failed_with((call), (want), (arg))) << #call; \
+    EXPECT_TRUE((fx).unchanged()) << #call << " changed the store"; \
   } while (0)
 
 TEST(Errors, StoreAdd) {
@@ -200,8 +201,8 @@ TEST(Errors, StoreAdd) {
   ASSERT_TRUE(b);
   Matrix h2 = mt::random_matrix(rng, MNEMO_DTYPE_F16, 3, 5);
   ids[0] = 10;
-  EXPECT_TRUE(mt::failed_with(mnemo_store_add(b.get(), ids.data(), h2.data(), MNEMO_DTYPE_F16, 3),
-                              MNEMO_E_DTYPE, "vectors_dtype"));
+  EXPECT_TRUE(mt::failed_with(mnemo_store_add(b.get(), ids.data(), h2.data(), MNEMO_DTYPE_F16, 3), MNEMO_E_DTYPE,
+                              "vectors_dtype"));
 }
 
 TEST(Errors, StoreRemoveAndQueries) {
@@ -284,27 +285,37 @@ TEST(Errors, StoreSearch) {
   out.watch(ids).watch(sc);
   const mnemo_search_options def = mnemo_search_options_default();
 
-  EXPECT_REFUSED(mnemo_store_search(nullptr, qp, nq, k, &def, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "store", out);
-  EXPECT_REFUSED(mnemo_store_search(s, nullptr, nq, k, &def, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "queries", out);
+  EXPECT_REFUSED(mnemo_store_search(nullptr, qp, nq, k, &def, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "store",
+                 out);
+  EXPECT_REFUSED(mnemo_store_search(s, nullptr, nq, k, &def, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "queries",
+                 out);
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &def, nullptr, sc.data()), MNEMO_E_NULL_POINTER, "ids", out);
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &def, ids.data(), nullptr), MNEMO_E_NULL_POINTER, "scores", out);
-  EXPECT_REFUSED(mnemo_store_search(s, off4(qp), nq, k, &def, ids.data(), sc.data()), MNEMO_E_MISALIGNED, "queries", out);
+  EXPECT_REFUSED(mnemo_store_search(s, off4(qp), nq, k, &def, ids.data(), sc.data()), MNEMO_E_MISALIGNED, "queries",
+                 out);
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &def, ids.misaligned(), sc.data()), MNEMO_E_MISALIGNED, "ids", out);
-  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &def, ids.data(), sc.misaligned()), MNEMO_E_MISALIGNED, "scores", out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &def, ids.data(), sc.misaligned()), MNEMO_E_MISALIGNED, "scores",
+                 out);
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, 0, &def, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "k", out);
-  EXPECT_REFUSED(mnemo_store_search(s, qp, kBig32 + 1, kBig32, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(mnemo_store_search(s, qp, uint64_t{1} << 62, 1, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(mnemo_store_search(s, qp, 1, uint64_t{1} << 61, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, kBig32 + 1, kBig32, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW, nullptr,
+                 out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, uint64_t{1} << 62, 1, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW,
+                 nullptr, out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, 1, uint64_t{1} << 61, &def, ids.data(), sc.data()), MNEMO_E_OVERFLOW,
+                 nullptr, out);
 
   mnemo_search_options o = def;
   o.struct_size = 0;
-  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size", out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size",
+                 out);
   o.struct_size = 8;
-  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size", out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size",
+                 out);
   for (const int32_t kind : {3, -1, 100}) {
     o = def;
     o.filter_kind = kind;
-    EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "filter_kind", out);
+    EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "filter_kind",
+                   out);
   }
 
   Buf<uint64_t> allow(2);
@@ -325,7 +336,8 @@ TEST(Errors, StoreSearch) {
   o.filter_kind = MNEMO_FILTER_SLOT_BITMAP;
   o.filter_count = slots;
   o.filter_bitmap = nullptr;
-  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "filter_bitmap", out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_NULL_POINTER, "filter_bitmap",
+                 out);
   o.filter_bitmap = bitmap.misaligned();
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_MISALIGNED, "filter_bitmap", out);
   o.filter_bitmap = bitmap.data();
@@ -367,45 +379,69 @@ TEST(Errors, ScorePairs) {
   out.watch(scores);
   const void* tp = table.data();
   const int32_t F32 = MNEMO_DTYPE_F32, U64 = MNEMO_DTYPE_U64, DOT = MNEMO_METRIC_DOT;
-  auto pairs = [&](mnemo_runtime* r, int32_t metric, const void* t, int32_t tdt, uint64_t ni,
-                   uint64_t d, const void* s, const void* g, int32_t idt, uint64_t np, float* o) {
-    return mnemo_score_pairs(r, metric, t, tdt, ni, d, s, g, idt, np, o);
-  };
+  auto pairs = [&](mnemo_runtime* r, int32_t metric, const void* t, int32_t tdt, uint64_t ni, uint64_t d, const void* s,
+                   const void* g, int32_t idt, uint64_t np,
+                   float* o) { return mnemo_score_pairs(r, metric, t, tdt, ni, d, s, g, idt, np, o); };
   float* o = scores.data();
 
-  EXPECT_REFUSED(pairs(nullptr, DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_NULL_POINTER, "rt", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, nullptr, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_NULL_POINTER, "table", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, nullptr, tgt.data(), U64, n_pairs, o), MNEMO_E_NULL_POINTER, "src", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), nullptr, U64, n_pairs, o), MNEMO_E_NULL_POINTER, "tgt", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, nullptr), MNEMO_E_NULL_POINTER, "scores", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, off4(tp), F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_MISALIGNED, "table", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.misaligned(), tgt.data(), U64, n_pairs, o), MNEMO_E_MISALIGNED, "src", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.misaligned(), U64, n_pairs, o), MNEMO_E_MISALIGNED, "tgt", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, scores.misaligned()), MNEMO_E_MISALIGNED, "scores", out);
+  EXPECT_REFUSED(pairs(nullptr, DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_NULL_POINTER, "rt", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, nullptr, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_NULL_POINTER, "table", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, nullptr, tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_NULL_POINTER, "src", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), nullptr, U64, n_pairs, o),
+                 MNEMO_E_NULL_POINTER, "tgt", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, nullptr),
+                 MNEMO_E_NULL_POINTER, "scores", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, off4(tp), F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_MISALIGNED, "table", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.misaligned(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_MISALIGNED, "src", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.misaligned(), U64, n_pairs, o),
+                 MNEMO_E_MISALIGNED, "tgt", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, scores.misaligned()),
+                 MNEMO_E_MISALIGNED, "scores", out);
 
   for (const int32_t m : kBadMetrics)
-    EXPECT_REFUSED(pairs(mt::rt(), m, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_INVALID_ARGUMENT, "metric", out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, 0, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_INVALID_ARGUMENT, "dim", out);
+    EXPECT_REFUSED(pairs(mt::rt(), m, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                   MNEMO_E_INVALID_ARGUMENT, "metric", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, 0, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_INVALID_ARGUMENT, "dim", out);
   for (const int32_t dt : kNotStorageDtypes)
-    EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, dt, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_DTYPE, "table_dtype", out);
-  for (const int32_t dt : std::initializer_list<int32_t>{MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16, MNEMO_DTYPE_F64, 0, 9, -1})
-    EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), dt, n_pairs, o), MNEMO_E_DTYPE, "index_dtype", out);
+    EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, dt, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_DTYPE,
+                   "table_dtype", out);
+  for (const int32_t dt :
+       std::initializer_list<int32_t>{MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16, MNEMO_DTYPE_F64, 0, 9, -1})
+    EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), dt, n_pairs, o), MNEMO_E_DTYPE,
+                   "index_dtype", out);
 
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, uint64_t{1} << 40, uint64_t{1} << 30, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, 1, uint64_t{1} << 62, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, uint64_t{1} << 61, o), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), MNEMO_DTYPE_U32, uint64_t{1} << 62, o), MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(
+      pairs(mt::rt(), DOT, tp, F32, uint64_t{1} << 40, uint64_t{1} << 30, src.data(), tgt.data(), U64, n_pairs, o),
+      MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, 1, uint64_t{1} << 62, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, uint64_t{1} << 61, o),
+                 MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(
+      pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), MNEMO_DTYPE_U32, uint64_t{1} << 62, o),
+      MNEMO_E_OVERFLOW, nullptr, out);
 
   tgt[2] = n_items;
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_OUT_OF_RANGE, nullptr, out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_OUT_OF_RANGE, nullptr, out);
   tgt[2] = 1;
   table.set(src[1], 2, kNaN);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_NON_FINITE, "table", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_NON_FINITE, "table", out);
   table.set(src[1], 2, -kInf);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_NON_FINITE, "table", out);
+  EXPECT_REFUSED(pairs(mt::rt(), DOT, tp, F32, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+                 MNEMO_E_NON_FINITE, "table", out);
   Matrix h = mt::random_matrix(rng, MNEMO_DTYPE_BF16, n_items, dim);
   h.set(tgt[0], 0, kNaN);
-  EXPECT_REFUSED(pairs(mt::rt(), DOT, h.data(), MNEMO_DTYPE_BF16, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o), MNEMO_E_NON_FINITE, "table", out);
+  EXPECT_REFUSED(
+      pairs(mt::rt(), DOT, h.data(), MNEMO_DTYPE_BF16, n_items, dim, src.data(), tgt.data(), U64, n_pairs, o),
+      MNEMO_E_NON_FINITE, "table", out);
 }
 
 // ---- resampling -------------------------------------------------------------------
@@ -427,29 +463,41 @@ TEST(Errors, Resample) {
   out.watch(outb);
   const void* dp = data.data();
   const int32_t F32 = MNEMO_DTYPE_F32;
-  auto rs = [&](mnemo_runtime* r, const void* d, int32_t ddt, uint64_t b, uint64_t s, uint64_t dm,
-                const void* sp, const void* tp, int32_t tdt, uint64_t t,
-                const mnemo_resample_options* opts, void* o) {
-    return mnemo_resample(r, d, ddt, b, s, dm, sp, tp, tdt, t, opts, o);
-  };
+  auto rs = [&](mnemo_runtime* r, const void* d, int32_t ddt, uint64_t b, uint64_t s, uint64_t dm, const void* sp,
+                const void* tp, int32_t tdt, uint64_t t, const mnemo_resample_options* opts,
+                void* o) { return mnemo_resample(r, d, ddt, b, s, dm, sp, tp, tdt, t, opts, o); };
   void* o = outb.data();
 
-  EXPECT_REFUSED(rs(nullptr, dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NULL_POINTER, "rt", out);
-  EXPECT_REFUSED(rs(mt::rt(), nullptr, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NULL_POINTER, "data", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, nullptr, tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NULL_POINTER, "src_times", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), nullptr, F32, n_tgt, nullptr, o), MNEMO_E_NULL_POINTER, "tgt_times", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, nullptr), MNEMO_E_NULL_POINTER, "out", out);
-  EXPECT_REFUSED(rs(mt::rt(), off4(dp), F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_MISALIGNED, "data", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.misaligned(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_MISALIGNED, "src_times", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.misaligned(), F32, n_tgt, nullptr, o), MNEMO_E_MISALIGNED, "tgt_times", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, outb.misaligned()), MNEMO_E_MISALIGNED, "out", out);
+  EXPECT_REFUSED(rs(nullptr, dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NULL_POINTER, "rt", out);
+  EXPECT_REFUSED(rs(mt::rt(), nullptr, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NULL_POINTER, "data", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, nullptr, tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NULL_POINTER, "src_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), nullptr, F32, n_tgt, nullptr, o),
+                 MNEMO_E_NULL_POINTER, "tgt_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, nullptr),
+                 MNEMO_E_NULL_POINTER, "out", out);
+  EXPECT_REFUSED(rs(mt::rt(), off4(dp), F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_MISALIGNED, "data", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.misaligned(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_MISALIGNED, "src_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.misaligned(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_MISALIGNED, "tgt_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, outb.misaligned()),
+                 MNEMO_E_MISALIGNED, "out", out);
 
   for (const int32_t dt : kNotStorageDtypes)
-    EXPECT_REFUSED(rs(mt::rt(), dp, dt, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_DTYPE, "data_dtype", out);
-  for (const int32_t dt : std::initializer_list<int32_t>{MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16, MNEMO_DTYPE_U32, MNEMO_DTYPE_U64, 0, 42})
-    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), dt, n_tgt, nullptr, o), MNEMO_E_DTYPE, "time_dtype", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, 0, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_INVALID_ARGUMENT, "n_src", out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, 0, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_INVALID_ARGUMENT, "dim", out);
+    EXPECT_REFUSED(rs(mt::rt(), dp, dt, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_DTYPE,
+                   "data_dtype", out);
+  for (const int32_t dt :
+       std::initializer_list<int32_t>{MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16, MNEMO_DTYPE_U32, MNEMO_DTYPE_U64, 0, 42})
+    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), dt, n_tgt, nullptr, o), MNEMO_E_DTYPE,
+                   "time_dtype", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, 0, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_INVALID_ARGUMENT, "n_src", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, 0, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_INVALID_ARGUMENT, "dim", out);
 
   // Options: struct_size, lengths out of range, misaligned lengths.
   Buf<uint64_t> sl(batch), tl(batch);
@@ -457,44 +505,58 @@ TEST(Errors, Resample) {
   tl[0] = n_tgt, tl[1] = 1;
   mnemo_resample_options opts = mnemo_resample_options_default();
   opts.struct_size = 0;
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o), MNEMO_E_INVALID_ARGUMENT, "struct_size", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o),
+                 MNEMO_E_INVALID_ARGUMENT, "struct_size", out);
   opts = mnemo_resample_options_default();
   opts.src_lengths = sl.data();
   opts.tgt_lengths = tl.data();
   for (const uint64_t bad : {uint64_t{0}, uint64_t{n_src + 1}, MNEMO_NO_ID}) {
     sl[1] = bad;
-    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o), MNEMO_E_INVALID_ARGUMENT, "src_lengths", out);
+    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o),
+                   MNEMO_E_INVALID_ARGUMENT, "src_lengths", out);
   }
   sl[1] = 2;
   for (const uint64_t bad : {uint64_t{n_tgt + 1}, MNEMO_NO_ID}) {
     tl[1] = bad;
-    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o), MNEMO_E_INVALID_ARGUMENT, "tgt_lengths", out);
+    EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o),
+                   MNEMO_E_INVALID_ARGUMENT, "tgt_lengths", out);
   }
   tl[1] = 1;
   opts.src_lengths = sl.misaligned();
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o), MNEMO_E_MISALIGNED, "src_lengths", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o),
+                 MNEMO_E_MISALIGNED, "src_lengths", out);
   opts.src_lengths = sl.data();
   opts.tgt_lengths = tl.misaligned();
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o), MNEMO_E_MISALIGNED, "tgt_lengths", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o),
+                 MNEMO_E_MISALIGNED, "tgt_lengths", out);
   opts.tgt_lengths = tl.data();
 
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, uint64_t{1} << 40, uint64_t{1} << 30, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, 1, n_src, dim, st.data(), tt.data(), F32, uint64_t{1} << 62, nullptr, o), MNEMO_E_OVERFLOW, nullptr, out);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, 1, 1, uint64_t{1} << 62, st.data(), tt.data(), F32, 1, nullptr, o), MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(
+      rs(mt::rt(), dp, F32, uint64_t{1} << 40, uint64_t{1} << 30, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+      MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, 1, n_src, dim, st.data(), tt.data(), F32, uint64_t{1} << 62, nullptr, o),
+                 MNEMO_E_OVERFLOW, nullptr, out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, 1, 1, uint64_t{1} << 62, st.data(), tt.data(), F32, 1, nullptr, o),
+                 MNEMO_E_OVERFLOW, nullptr, out);
 
   st[1 * n_src + 2] = 0.5f;  // row 1 goes back in time
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NOT_SORTED, nullptr, out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NOT_SORTED, nullptr, out);
   st[1 * n_src + 2] = kNaN;
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NON_FINITE, "src_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NON_FINITE, "src_times", out);
   st[1 * n_src + 2] = 2.0f;
   tt[3] = kInf;
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NON_FINITE, "tgt_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NON_FINITE, "tgt_times", out);
   tt[3] = 1.0f;
   tt64[5] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st64.data(), tt64.data(), MNEMO_DTYPE_F64, n_tgt, nullptr, o), MNEMO_E_NON_FINITE, "tgt_times", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st64.data(), tt64.data(), MNEMO_DTYPE_F64, n_tgt, nullptr, o),
+                 MNEMO_E_NON_FINITE, "tgt_times", out);
   tt64[5] = 1.0;
   data.set(4, 1, kNaN);
-  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o), MNEMO_E_NON_FINITE, "data", out);
+  EXPECT_REFUSED(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, nullptr, o),
+                 MNEMO_E_NON_FINITE, "data", out);
   data.set(4, 1, 0.25f);
   // And the same arguments now work.
   EXPECT_OK(rs(mt::rt(), dp, F32, batch, n_src, dim, st.data(), tt.data(), F32, n_tgt, &opts, o));
@@ -519,9 +581,8 @@ TEST(Errors, NormalizeAndLayerNorm) {
   // Both functions share in/out/dtype/rows/dim checks.
   using Fn = std::function<mnemo_status(mnemo_runtime*, const void*, void*, int32_t, uint64_t, uint64_t)>;
   const std::vector<std::pair<const char*, Fn>> fns = {
-      {"normalize_rows", [](mnemo_runtime* r, const void* i, void* op, int32_t dt, uint64_t n, uint64_t d) {
-         return mnemo_normalize_rows(r, i, op, dt, n, d);
-       }},
+      {"normalize_rows", [](mnemo_runtime* r, const void* i, void* op, int32_t dt, uint64_t n,
+                            uint64_t d) { return mnemo_normalize_rows(r, i, op, dt, n, d); }},
       {"layer_norm", [&](mnemo_runtime* r, const void* i, void* op, int32_t dt, uint64_t n, uint64_t d) {
          return mnemo_layer_norm(r, i, op, dt, n, d, g, b, 1e-5f);
        }}};

@@ -1,9 +1,9 @@
 // mnemo_normalize_rows and mnemo_layer_norm against the float64 reference.
-#include "reference.h"
-#include "support.h"
-
 #include <cmath>
 #include <tuple>
+
+#include "reference.h"
+#include "support.h"
 
 namespace {
 
@@ -11,14 +11,14 @@ using mt::Buf;
 using mt::Matrix;
 
 // Every element of `out` (rows x dim of dtype) within tol[i] of want[i].
-void expect_rows(const void* out, int32_t dtype, const std::vector<double>& want,
-                 const std::vector<double>& tol, const char* what) {
+void expect_rows(const void* out, int32_t dtype, const std::vector<double>& want, const std::vector<double>& tol,
+                 const char* what) {
   size_t bad = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double g = ref::load(out, dtype, i);
     if (!(std::fabs(g - want[i]) <= tol[i]) && bad++ < 5)
-      ADD_FAILURE() << what << " element " << i << ": " << g << ", reference " << want[i]
-                    << " (tolerance " << tol[i] << ")";
+      ADD_FAILURE() << what << " element " << i << ": " << g << ", reference " << want[i] << " (tolerance " << tol[i]
+                    << ")";
   }
   EXPECT_EQ(bad, 0u) << what;
 }
@@ -35,8 +35,7 @@ Matrix rows_with_zero_row(std::mt19937_64& rng, int32_t dtype, size_t rows, size
   Matrix m = mt::random_matrix(rng, dtype, rows, dim);
   // Spread row scales so normalisation is not a no-op.
   for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < dim; ++j)
-      m.set(r, j, static_cast<float>(m.row(r)[j] * (0.01 + 7.0 * r)));
+    for (size_t j = 0; j < dim; ++j) m.set(r, j, static_cast<float>(m.row(r)[j] * (0.01 + 7.0 * r)));
   if (rows > 3)
     for (size_t j = 0; j < dim; ++j) m.set(3, j, 0.0f);
   return m;
@@ -59,8 +58,7 @@ TEST_P(NormalizeRows, MatchesReference) {
     expect_rows(out.data(), dtype, want, tol, "out of place");
     if (rows > 3) {
       // The zero row is +0 everywhere, not NaN.
-      for (size_t j = 0; j < dim; ++j)
-        ASSERT_EQ(ref::load(out.data(), dtype, 3 * dim + j), 0.0) << j;
+      for (size_t j = 0; j < dim; ++j) ASSERT_EQ(ref::load(out.data(), dtype, 3 * dim + j), 0.0) << j;
     }
     // In place gives the same rows.
     Matrix inplace = rows_with_zero_row(rng, dtype, rows, dim);
@@ -70,14 +68,13 @@ TEST_P(NormalizeRows, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, NormalizeRows,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return std::string(mt::dtype_name(std::get<0>(p.param))) + "_d" +
-             std::to_string(std::get<1>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, NormalizeRows,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return std::string(mt::dtype_name(std::get<0>(p.param))) + "_d" +
+                                  std::to_string(std::get<1>(p.param));
+                         });
 
 class LayerNorm : public ::testing::TestWithParam<Param> {};
 
@@ -95,14 +92,13 @@ TEST_P(LayerNorm, MatchesReference) {
     const float* g = (mask & 1) ? gamma.data() : nullptr;
     const float* b = (mask & 2) ? beta.data() : nullptr;
     for (const float eps : {1e-5f, 0.0f}) {
-      SCOPED_TRACE(std::string("gamma ") + (g ? "set" : "NULL") + ", beta " +
-                   (b ? "set" : "NULL") + ", eps " + std::to_string(eps));
+      SCOPED_TRACE(std::string("gamma ") + (g ? "set" : "NULL") + ", beta " + (b ? "set" : "NULL") + ", eps " +
+                   std::to_string(eps));
       Matrix in = mt::random_matrix(rng, dtype, rows, dim);
       // An offset row: statistics must not lose its variance.
       for (size_t j = 0; j < dim; ++j) in.set(1, j, static_cast<float>(in.row(1)[j] + 3.0));
       std::vector<double> tol;
-      const std::vector<double> want =
-          ref::layer_norm(in.val, rows, dim, g, b, eps, dtype, &tol);
+      const std::vector<double> want = ref::layer_norm(in.val, rows, dim, g, b, eps, dtype, &tol);
       Buf<unsigned char> out(rows * dim * mt::dtype_size(dtype));
       mt::poison(out.data(), dtype, rows * dim);
       if (dim == 1 && eps == 0.0f) {
@@ -111,8 +107,7 @@ TEST_P(LayerNorm, MatchesReference) {
         unsigned char e[4] = {0, 0, 0, 0};
         ref::store(e, dtype, 0, b ? b[0] : 0.0f);
         ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim, g, b, eps));
-        for (size_t r = 0; r < rows; ++r)
-          EXPECT_EQ(std::memcmp(out.data() + r * es, e, es), 0) << "row " << r;
+        for (size_t r = 0; r < rows; ++r) EXPECT_EQ(std::memcmp(out.data() + r * es, e, es), 0) << "row " << r;
         continue;
       }
       ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim, g, b, eps));
@@ -123,14 +118,13 @@ TEST_P(LayerNorm, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, LayerNorm,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return std::string(mt::dtype_name(std::get<0>(p.param))) + "_d" +
-             std::to_string(std::get<1>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, LayerNorm,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return std::string(mt::dtype_name(std::get<0>(p.param))) + "_d" +
+                                  std::to_string(std::get<1>(p.param));
+                         });
 
 // A constant row with eps = 0 has var + eps = 0: the row becomes beta
 // exactly, whatever rounding the mean of the row suffers.
@@ -151,8 +145,7 @@ TEST(LayerNormRules, ConstantRowWithZeroEpsBecomesBeta) {
       }
       Buf<unsigned char> out(rows * dim * mt::dtype_size(dtype));
       mt::poison(out.data(), dtype, rows * dim);
-      ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim,
-                                 gamma.data(), beta.data(), 0.0f));
+      ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim, gamma.data(), beta.data(), 0.0f));
       size_t bad = 0;
       for (size_t r = 0; r < rows; ++r)
         for (size_t j = 0; j < dim; ++j) {
@@ -161,15 +154,13 @@ TEST(LayerNormRules, ConstantRowWithZeroEpsBecomesBeta) {
           const double want = ref::load(e.data(), dtype, 0);
           const double got = ref::load(out.data(), dtype, r * dim + j);
           if (got != want && bad++ < 5)
-            ADD_FAILURE() << mt::dtype_name(dtype) << " d" << dim << " row " << r << " ["
-                          << j << "] (value " << in.row(r)[0] << "): " << got
-                          << ", expected beta " << want;
+            ADD_FAILURE() << mt::dtype_name(dtype) << " d" << dim << " row " << r << " [" << j << "] (value "
+                          << in.row(r)[0] << "): " << got << ", expected beta " << want;
         }
       EXPECT_EQ(bad, 0u);
       // With NULL beta the row becomes zero.
       mt::poison(out.data(), dtype, rows * dim);
-      ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim,
-                                 gamma.data(), nullptr, 0.0f));
+      ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim, gamma.data(), nullptr, 0.0f));
       for (size_t i = 0; i < rows * dim; ++i)
         ASSERT_EQ(ref::load(out.data(), dtype, i), 0.0) << mt::dtype_name(dtype) << " " << i;
     }
@@ -189,12 +180,11 @@ TEST(NormRules, PartialOverlapRefused) {
     unsigned char* b = buf.data() + 16;
     const auto before = buf.snapshot();
     for (const auto& io : {std::make_pair(a, b), std::make_pair(b, a)}) {
-      EXPECT_TRUE(mt::failed_with(
-          mnemo_normalize_rows(mt::rt(), io.first, io.second, dtype, rows, dim),
-          MNEMO_E_INVALID_ARGUMENT));
-      EXPECT_TRUE(mt::failed_with(mnemo_layer_norm(mt::rt(), io.first, io.second, dtype, rows,
-                                                   dim, nullptr, nullptr, 1e-5f),
+      EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(mt::rt(), io.first, io.second, dtype, rows, dim),
                                   MNEMO_E_INVALID_ARGUMENT));
+      EXPECT_TRUE(
+          mt::failed_with(mnemo_layer_norm(mt::rt(), io.first, io.second, dtype, rows, dim, nullptr, nullptr, 1e-5f),
+                          MNEMO_E_INVALID_ARGUMENT));
       EXPECT_TRUE(buf.same_as(before));
     }
   }
@@ -206,8 +196,7 @@ TEST(NormRules, NoRowsWritesNothing) {
   Buf<float> out(10);
   const auto before = out.snapshot();
   EXPECT_OK(mnemo_normalize_rows(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F32, 0, 5));
-  EXPECT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F32, 0, 5, nullptr,
-                             nullptr, 1e-5f));
+  EXPECT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F32, 0, 5, nullptr, nullptr, 1e-5f));
   EXPECT_TRUE(out.same_as(before));
 }
 
@@ -221,8 +210,7 @@ TEST(NormRules, LargeRowCount) {
     Buf<float> out(rows * dim);
     mt::poison_f32(out.data(), rows * dim);
     ASSERT_OK(mnemo_normalize_rows(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F32, rows, dim));
-    expect_rows(out.data(), MNEMO_DTYPE_F32, want, normalize_tol(MNEMO_DTYPE_F32, want),
-                "normalize");
+    expect_rows(out.data(), MNEMO_DTYPE_F32, want, normalize_tol(MNEMO_DTYPE_F32, want), "normalize");
   }
   {
     const Matrix in = mt::random_matrix(rng, MNEMO_DTYPE_F16, rows, 5);
@@ -236,8 +224,8 @@ TEST(NormRules, LargeRowCount) {
         ref::layer_norm(in.val, rows, 5, gamma.data(), beta.data(), 1e-5, MNEMO_DTYPE_F16, &tol);
     Buf<uint16_t> out(rows * 5);
     mt::poison(out.data(), MNEMO_DTYPE_F16, rows * 5);
-    ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F16, rows, 5,
-                               gamma.data(), beta.data(), 1e-5f));
+    ASSERT_OK(
+        mnemo_layer_norm(mt::rt(), in.data(), out.data(), MNEMO_DTYPE_F16, rows, 5, gamma.data(), beta.data(), 1e-5f));
     expect_rows(out.data(), MNEMO_DTYPE_F16, want, tol, "layer norm");
   }
 }

@@ -1,9 +1,9 @@
 // mnemo_score_pairs against the float64 reference.
-#include "reference.h"
-#include "support.h"
-
 #include <cmath>
 #include <tuple>
+
+#include "reference.h"
+#include "support.h"
 
 namespace {
 
@@ -29,9 +29,8 @@ struct Indices {
   }
 };
 
-void expect_pair_scores(int32_t metric, const Matrix& table,
-                        const std::vector<uint64_t>& s, const std::vector<uint64_t>& t,
-                        const float* scores) {
+void expect_pair_scores(int32_t metric, const Matrix& table, const std::vector<uint64_t>& s,
+                        const std::vector<uint64_t>& t, const float* scores) {
   size_t bad = 0;
   for (size_t p = 0; p < s.size(); ++p) {
     const double* x = table.row(s[p]);
@@ -39,15 +38,15 @@ void expect_pair_scores(int32_t metric, const Matrix& table,
     const double r = ref::score(metric, x, y, table.dim);
     const double tol = ref::score_tol(metric, x, y, table.dim, r);
     if (!(std::fabs(scores[p] - r) <= tol) && bad++ < 5)
-      ADD_FAILURE() << "pair " << p << " (" << s[p] << ", " << t[p] << "): "
-                    << scores[p] << ", reference " << r << " (tolerance " << tol << ")";
+      ADD_FAILURE() << "pair " << p << " (" << s[p] << ", " << t[p] << "): " << scores[p] << ", reference " << r
+                    << " (tolerance " << tol << ")";
   }
   EXPECT_EQ(bad, 0u);
 }
 
 // Random pairs, plus repeated pairs, src == tgt and both ends of the table.
-void make_pairs(std::mt19937_64& rng, size_t n_items, size_t n_pairs,
-                std::vector<uint64_t>* s, std::vector<uint64_t>* t) {
+void make_pairs(std::mt19937_64& rng, size_t n_items, size_t n_pairs, std::vector<uint64_t>* s,
+                std::vector<uint64_t>* t) {
   s->resize(n_pairs);
   t->resize(n_pairs);
   for (size_t p = 0; p < n_pairs; ++p) {
@@ -81,23 +80,20 @@ TEST_P(PairScores, MatchReference) {
       const Indices ix(idx, s, t);
       Buf<float> scores(n_pairs);
       mt::poison_f32(scores.data(), n_pairs);
-      ASSERT_OK(mnemo_score_pairs(mt::rt(), metric, table.data(), dtype, n_items, dim,
-                                  ix.src.data(), ix.tgt.data(), idx, n_pairs,
-                                  scores.data()));
+      ASSERT_OK(mnemo_score_pairs(mt::rt(), metric, table.data(), dtype, n_items, dim, ix.src.data(), ix.tgt.data(),
+                                  idx, n_pairs, scores.data()));
       expect_pair_scores(metric, table, s, t, scores.data());
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, PairScores,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::ValuesIn(mt::metrics()),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return mt::case_name(std::get<0>(p.param), std::get<1>(p.param),
-                           std::get<2>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, PairScores,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::ValuesIn(mt::metrics()),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return mt::case_name(std::get<0>(p.param), std::get<1>(p.param), std::get<2>(p.param));
+                         });
 
 // An index >= n_items is refused, the message names the pair position, and
 // nothing is written, for either array and either index dtype.
@@ -114,11 +110,10 @@ TEST(Pairs, OutOfRangeNamesPairPosition) {
         const Indices ix(idx, s, t);
         Buf<float> scores(n_pairs);
         const auto before = scores.snapshot();
-        EXPECT_TRUE(mt::failed_with(
-            mnemo_score_pairs(mt::rt(), MNEMO_METRIC_COSINE, table.data(), MNEMO_DTYPE_F32,
-                              n_items, dim, ix.src.data(), ix.tgt.data(), idx, n_pairs,
-                              scores.data()),
-            MNEMO_E_OUT_OF_RANGE))
+        EXPECT_TRUE(
+            mt::failed_with(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_COSINE, table.data(), MNEMO_DTYPE_F32, n_items,
+                                              dim, ix.src.data(), ix.tgt.data(), idx, n_pairs, scores.data()),
+                            MNEMO_E_OUT_OF_RANGE))
             << mt::dtype_name(idx) << (in_src ? " src " : " tgt ") << bad;
         EXPECT_TRUE(mt::names_number(mt::last_error(), bad_pos))
             << "message does not name pair " << bad_pos << ": " << mt::last_error();
@@ -132,11 +127,9 @@ TEST(Pairs, OutOfRangeNamesPairPosition) {
   const Indices ix(MNEMO_DTYPE_U64, s, t);
   Buf<float> scores(n_pairs);
   const auto before = scores.snapshot();
-  EXPECT_TRUE(mt::failed_with(
-      mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F32, n_items,
-                        dim, ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U64, n_pairs,
-                        scores.data()),
-      MNEMO_E_OUT_OF_RANGE));
+  EXPECT_TRUE(mt::failed_with(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F32, n_items, dim,
+                                                ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U64, n_pairs, scores.data()),
+                              MNEMO_E_OUT_OF_RANGE));
   EXPECT_TRUE(scores.same_as(before));
 }
 
@@ -147,10 +140,9 @@ TEST(Pairs, EmptyTableRefusesPairs) {
   const Indices ix(MNEMO_DTYPE_U32, {0}, {0});
   Buf<float> scores(1);
   const auto before = scores.snapshot();
-  EXPECT_TRUE(mt::failed_with(
-      mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F32, 0, 3,
-                        ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U32, 1, scores.data()),
-      MNEMO_E_OUT_OF_RANGE));
+  EXPECT_TRUE(mt::failed_with(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F32, 0, 3,
+                                                ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U32, 1, scores.data()),
+                              MNEMO_E_OUT_OF_RANGE));
   EXPECT_TRUE(scores.same_as(before));
 }
 
@@ -160,9 +152,8 @@ TEST(Pairs, NoPairsWritesNothing) {
   const Indices ix(MNEMO_DTYPE_U64, {0, 1}, {2, 3});
   Buf<float> scores(2);
   const auto before = scores.snapshot();
-  EXPECT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_L2SQ, table.data(), MNEMO_DTYPE_F16, 4,
-                              3, ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U64, 0,
-                              scores.data()));
+  EXPECT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_L2SQ, table.data(), MNEMO_DTYPE_F16, 4, 3, ix.src.data(),
+                              ix.tgt.data(), MNEMO_DTYPE_U64, 0, scores.data()));
   EXPECT_TRUE(scores.same_as(before));
 }
 
@@ -174,9 +165,8 @@ TEST(Pairs, RepeatedPairsScoreIdentically) {
   const Indices ix(MNEMO_DTYPE_U32, s, t);
   Buf<float> scores(64);
   mt::poison_f32(scores.data(), 64);
-  ASSERT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_COSINE, table.data(), MNEMO_DTYPE_BF16,
-                              9, 768, ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U32, 64,
-                              scores.data()));
+  ASSERT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_COSINE, table.data(), MNEMO_DTYPE_BF16, 9, 768, ix.src.data(),
+                              ix.tgt.data(), MNEMO_DTYPE_U32, 64, scores.data()));
   expect_pair_scores(MNEMO_METRIC_COSINE, table, s, t, scores.data());
   for (size_t p = 1; p < 64; ++p) EXPECT_EQ(scores[p], scores[0]) << p;
 }
@@ -191,9 +181,8 @@ TEST(Pairs, LargePairCount) {
   const Indices ix(MNEMO_DTYPE_U64, s, t);
   Buf<float> scores(n_pairs);
   mt::poison_f32(scores.data(), n_pairs);
-  ASSERT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F16,
-                              n_items, dim, ix.src.data(), ix.tgt.data(), MNEMO_DTYPE_U64,
-                              n_pairs, scores.data()));
+  ASSERT_OK(mnemo_score_pairs(mt::rt(), MNEMO_METRIC_DOT, table.data(), MNEMO_DTYPE_F16, n_items, dim, ix.src.data(),
+                              ix.tgt.data(), MNEMO_DTYPE_U64, n_pairs, scores.data()));
   expect_pair_scores(MNEMO_METRIC_DOT, table, s, t, scores.data());
 }
 

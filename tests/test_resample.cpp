@@ -1,12 +1,12 @@
 // mnemo_resample against the reference plan: clamping, equal neighbouring
 // times, unsorted targets, per-row lengths, f32/f64 times, f32/f16/bf16 data.
-#include "reference.h"
-#include "support.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
+
+#include "reference.h"
+#include "support.h"
 
 namespace {
 
@@ -34,14 +34,20 @@ struct Case {
   std::vector<uint64_t> src_len, tgt_len;  // empty = full rows
 
   Case(int32_t ddt, int32_t tdt, size_t b, size_t s, size_t t, size_t d)
-      : data_dtype(ddt), time_dtype(tdt), batch(b), n_src(s), n_tgt(t), dim(d),
-        data(ddt, b * s, d), src(tdt, b * s), tgt(tdt, b * t) {}
+      : data_dtype(ddt),
+        time_dtype(tdt),
+        batch(b),
+        n_src(s),
+        n_tgt(t),
+        dim(d),
+        data(ddt, b * s, d),
+        src(tdt, b * s),
+        tgt(tdt, b * t) {}
 };
 
 // Non-decreasing source times with some equal neighbours; targets mixing
 // exact source times, points between them, points outside, in random order.
-Case random_case(std::mt19937_64& rng, int32_t ddt, int32_t tdt, size_t batch,
-                 size_t n_src, size_t n_tgt, size_t dim) {
+Case random_case(std::mt19937_64& rng, int32_t ddt, int32_t tdt, size_t batch, size_t n_src, size_t n_tgt, size_t dim) {
   Case c(ddt, tdt, batch, n_src, n_tgt, dim);
   Matrix vals = mt::random_matrix(rng, ddt, batch * n_src, dim);
   for (size_t r = 0; r < batch * n_src; ++r) c.data.copy_row(r, vals, r);
@@ -71,8 +77,8 @@ Case random_case(std::mt19937_64& rng, int32_t ddt, int32_t tdt, size_t batch,
 }
 
 mnemo_status run(const Case& c, void* out, const mnemo_resample_options* opts) {
-  return mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, c.batch, c.n_src, c.dim,
-                        c.src.data(), c.tgt.data(), c.time_dtype, c.n_tgt, opts, out);
+  return mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, c.batch, c.n_src, c.dim, c.src.data(), c.tgt.data(),
+                        c.time_dtype, c.n_tgt, opts, out);
 }
 
 // Runs the case with lengths (if any) and checks every output element.
@@ -93,8 +99,7 @@ void run_and_check(const Case& c) {
   }
   ASSERT_OK(run(c, out.data(), &o));
 
-  const auto plan = ref::resample_plan(c.src.val, c.tgt.val, c.batch, c.n_src, c.n_tgt,
-                                       c.src_len, c.tgt_len);
+  const auto plan = ref::resample_plan(c.src.val, c.tgt.val, c.batch, c.n_src, c.n_tgt, c.src_len, c.tgt_len);
   size_t bad = 0;
   for (size_t b = 0; b < c.batch; ++b) {
     for (size_t j = 0; j < c.n_tgt; ++j) {
@@ -110,8 +115,7 @@ void run_and_check(const Case& c) {
           // An end sample or an exact source time: the sample itself, bit for bit.
           const size_t si = (b * c.n_src + p.i) * c.dim + d;
           if (std::memcmp(got, c.data.raw.data() + si * es, es) != 0)
-            err = "not exactly sample " + std::to_string(p.i) + " (" +
-                  std::to_string(c.data.val[si]) + ")";
+            err = "not exactly sample " + std::to_string(p.i) + " (" + std::to_string(c.data.val[si]) + ")";
         } else {
           const double a = c.data.val[(b * c.n_src + p.i) * c.dim + d];
           const double bb = c.data.val[(b * c.n_src + p.i + 1) * c.dim + d];
@@ -119,14 +123,12 @@ void run_and_check(const Case& c) {
           const double tol = ref::interp_tol(c.data_dtype, a, bb, v);
           const double g = ref::load(out.data(), c.data_dtype, oi);
           if (!(std::fabs(g - v) <= tol))
-            err = "interpolation of samples " + std::to_string(p.i) + ", " +
-                  std::to_string(p.i + 1) + " at w " + std::to_string(p.w) +
-                  ": reference " + std::to_string(v);
+            err = "interpolation of samples " + std::to_string(p.i) + ", " + std::to_string(p.i + 1) + " at w " +
+                  std::to_string(p.w) + ": reference " + std::to_string(v);
         }
         if (!err.empty() && bad++ < 5)
-          ADD_FAILURE() << "row " << b << " target " << j << " (t = "
-                        << c.tgt.val[b * c.n_tgt + j] << ") element " << d << ": got "
-                        << ref::load(out.data(), c.data_dtype, oi) << ", " << err;
+          ADD_FAILURE() << "row " << b << " target " << j << " (t = " << c.tgt.val[b * c.n_tgt + j] << ") element " << d
+                        << ": got " << ref::load(out.data(), c.data_dtype, oi) << ", " << err;
       }
     }
   }
@@ -144,16 +146,14 @@ TEST_P(Resample, MatchesReference) {
   run_and_check(random_case(rng, ddt, tdt, 2, 2, 5, dim));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, Resample,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::Values(MNEMO_DTYPE_F32, MNEMO_DTYPE_F64),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return std::string(mt::dtype_name(std::get<0>(p.param))) + "_times" +
-             mt::dtype_name(std::get<1>(p.param)) + "_d" +
-             std::to_string(std::get<2>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, Resample,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::Values(MNEMO_DTYPE_F32, MNEMO_DTYPE_F64),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return std::string(mt::dtype_name(std::get<0>(p.param))) + "_times" +
+                                  mt::dtype_name(std::get<1>(p.param)) + "_d" + std::to_string(std::get<2>(p.param));
+                         });
 
 TEST(ResampleOptions, Defaults) {
   const mnemo_resample_options o = mnemo_resample_options_default();
@@ -172,9 +172,7 @@ TEST(ResampleRules, EqualNeighbouringTimes) {
     Matrix vals = mt::random_matrix(rng, MNEMO_DTYPE_F32, 12, 3);
     for (size_t r = 0; r < 12; ++r) c.data.copy_row(r, vals, r);
     const double rows[3][4] = {{0, 1, 1, 2}, {0, 0, 1, 2}, {3, 3, 3, 3}};
-    const double tg[3][6] = {{1, 0.5, 1.5, 2, -1, 1},
-                             {0, -1, 0.5, 2, 3, 0},
-                             {3, 2, 4, 3, 3, 2.5}};
+    const double tg[3][6] = {{1, 0.5, 1.5, 2, -1, 1}, {0, -1, 0.5, 2, 3, 0}, {3, 2, 4, 3, 3, 2.5}};
     for (size_t b = 0; b < 3; ++b) {
       for (size_t i = 0; i < 4; ++i) c.src.set(b * 4 + i, rows[b][i]);
       for (size_t j = 0; j < 6; ++j) c.tgt.set(b * 6 + j, tg[b][j]);
@@ -201,8 +199,7 @@ TEST(ResampleRules, TargetsOutsideTheRangeTakeTheEndSamples) {
   for (const int32_t ddt : mt::storage_dtypes()) {
     Case c = random_case(rng, ddt, MNEMO_DTYPE_F64, 2, 5, 8, 5);
     for (size_t b = 0; b < 2; ++b)
-      for (size_t j = 0; j < 8; ++j)
-        c.tgt.set(b * 8 + j, j % 2 ? 1e6 + j : -1e6 - j);
+      for (size_t j = 0; j < 8; ++j) c.tgt.set(b * 8 + j, j % 2 ? 1e6 + j : -1e6 - j);
     run_and_check(c);
   }
 }
@@ -231,8 +228,7 @@ TEST(ResampleRules, UnsortedTargets) {
   ASSERT_OK(run(c, a.data(), nullptr));
   ASSERT_OK(run(r, b.data(), nullptr));
   for (size_t j = 0; j < 16; ++j)
-    EXPECT_EQ(std::memcmp(a.data() + j * 5, b.data() + (15 - j) * 5, 5 * sizeof(float)), 0)
-        << "target " << j;
+    EXPECT_EQ(std::memcmp(a.data() + j * 5, b.data() + (15 - j) * 5, 5 * sizeof(float)), 0) << "target " << j;
   run_and_check(c);
 }
 
@@ -248,13 +244,11 @@ TEST(ResampleRules, RowLengths) {
       c.src_len = {8, 1, 3, 5, 2};
       c.tgt_len = {7, 4, 0, 6, 1};
       for (size_t b = 0; b < batch; ++b) {
-        for (size_t i = c.src_len[b]; i < n_src; ++i)
-          c.src.set(b * n_src + i, -100.0 * static_cast<double>(i));
+        for (size_t i = c.src_len[b]; i < n_src; ++i) c.src.set(b * n_src + i, -100.0 * static_cast<double>(i));
         for (size_t j = c.tgt_len[b]; j < n_tgt; ++j)
           c.tgt.set(b * n_tgt + j, std::numeric_limits<double>::quiet_NaN());
         // Some targets beyond the row's last used time.
-        if (c.tgt_len[b] > 0)
-          c.tgt.set(b * n_tgt, c.src.val[b * n_src + c.src_len[b] - 1] + 0.5);
+        if (c.tgt_len[b] > 0) c.tgt.set(b * n_tgt, c.src.val[b * n_src + c.src_len[b] - 1] + 0.5);
       }
       run_and_check(c);
     }
@@ -266,10 +260,10 @@ TEST(ResampleRules, EmptyBatchOrTargetsWriteNothing) {
   Case c = random_case(rng, MNEMO_DTYPE_F32, MNEMO_DTYPE_F32, 2, 3, 4, 5);
   Buf<float> out(2 * 4 * 5);
   const auto before = out.snapshot();
-  EXPECT_OK(mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, 0, 3, 5, c.src.data(),
-                           c.tgt.data(), c.time_dtype, 4, nullptr, out.data()));
-  EXPECT_OK(mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, 2, 3, 5, c.src.data(),
-                           c.tgt.data(), c.time_dtype, 0, nullptr, out.data()));
+  EXPECT_OK(mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, 0, 3, 5, c.src.data(), c.tgt.data(), c.time_dtype, 4,
+                           nullptr, out.data()));
+  EXPECT_OK(mnemo_resample(mt::rt(), c.data.data(), c.data_dtype, 2, 3, 5, c.src.data(), c.tgt.data(), c.time_dtype, 0,
+                           nullptr, out.data()));
   EXPECT_TRUE(out.same_as(before));
 }
 
@@ -286,8 +280,7 @@ TEST(ResampleRules, DecreasingSourceTimesRefused) {
     EXPECT_TRUE(mt::failed_with(run(c, out.data(), nullptr), MNEMO_E_NOT_SORTED));
     const std::string msg = mt::last_error();
     EXPECT_TRUE(mt::names_number(msg, 2)) << "row not named: " << msg;
-    EXPECT_TRUE(mt::names_number(msg, 6) || mt::names_number(msg, 5))
-        << "index not named: " << msg;
+    EXPECT_TRUE(mt::names_number(msg, 6) || mt::names_number(msg, 5)) << "index not named: " << msg;
     EXPECT_TRUE(out.same_as(before));
   }
 }

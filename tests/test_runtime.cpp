@@ -1,11 +1,11 @@
 // Library information, memory, status names, last-error rules and runtimes:
 // creation options, backends, reports, and validation switched off.
-#include "store_model.h"
-#include "support.h"
-
 #include <cmath>
 #include <limits>
 #include <thread>
+
+#include "store_model.h"
+#include "support.h"
 
 namespace {
 
@@ -13,8 +13,7 @@ using mt::Buf;
 using mt::Matrix;
 
 TEST(Info, VersionsAgreeWithHeader) {
-  const std::string v = std::to_string(MNEMO_VERSION_MAJOR) + "." +
-                        std::to_string(MNEMO_VERSION_MINOR) + "." +
+  const std::string v = std::to_string(MNEMO_VERSION_MAJOR) + "." + std::to_string(MNEMO_VERSION_MINOR) + "." +
                         std::to_string(MNEMO_VERSION_PATCH);
   ASSERT_NE(mnemo_version(), nullptr);
   EXPECT_EQ(std::string(mnemo_version()), v);
@@ -32,39 +31,26 @@ TEST(Info, BuildInfoIsOneLineWithTheVersion) {
 }
 
 TEST(Info, StatusNames) {
-  const char* names[] = {"MNEMO_OK",
-                         "MNEMO_E_INVALID_ARGUMENT",
-                         "MNEMO_E_NULL_POINTER",
-                         "MNEMO_E_MISALIGNED",
-                         "MNEMO_E_OVERFLOW",
-                         "MNEMO_E_OUT_OF_RANGE",
-                         "MNEMO_E_NON_FINITE",
-                         "MNEMO_E_NOT_SORTED",
-                         "MNEMO_E_DTYPE",
-                         "MNEMO_E_SHAPE",
-                         "MNEMO_E_OUT_OF_MEMORY",
-                         "MNEMO_E_BACKEND_UNAVAILABLE",
-                         "MNEMO_E_BACKEND",
-                         "MNEMO_E_NOT_FOUND",
-                         "MNEMO_E_IO",
-                         "MNEMO_E_CORRUPT",
-                         "MNEMO_E_UNSUPPORTED",
-                         "MNEMO_E_INTERNAL"};
+  const char* names[] = {"MNEMO_OK",           "MNEMO_E_INVALID_ARGUMENT", "MNEMO_E_NULL_POINTER",
+                         "MNEMO_E_MISALIGNED", "MNEMO_E_OVERFLOW",         "MNEMO_E_OUT_OF_RANGE",
+                         "MNEMO_E_NON_FINITE", "MNEMO_E_NOT_SORTED",       "MNEMO_E_DTYPE",
+                         "MNEMO_E_SHAPE",      "MNEMO_E_OUT_OF_MEMORY",    "MNEMO_E_BACKEND_UNAVAILABLE",
+                         "MNEMO_E_BACKEND",    "MNEMO_E_NOT_FOUND",        "MNEMO_E_IO",
+                         "MNEMO_E_CORRUPT",    "MNEMO_E_UNSUPPORTED",      "MNEMO_E_INTERNAL"};
   static_assert(MNEMO_E_INTERNAL == 17, "codes are pinned");
   for (int32_t s = 0; s <= MNEMO_E_INTERNAL; ++s) {
     ASSERT_NE(mnemo_status_name(s), nullptr);
     EXPECT_STREQ(mnemo_status_name(s), names[s]);
   }
-  for (const int32_t s : {-1, 18, 1000, std::numeric_limits<int32_t>::min(),
-                          std::numeric_limits<int32_t>::max()}) {
+  for (const int32_t s : {-1, 18, 1000, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}) {
     ASSERT_NE(mnemo_status_name(s), nullptr);
     EXPECT_STREQ(mnemo_status_name(s), "MNEMO_E_UNKNOWN") << s;
   }
 }
 
 TEST(Memory, AllocIsAligned) {
-  for (const uint64_t bytes : {uint64_t{1}, uint64_t{3}, uint64_t{16}, uint64_t{17},
-                               uint64_t{4096}, uint64_t{1} << 20}) {
+  for (const uint64_t bytes :
+       {uint64_t{1}, uint64_t{3}, uint64_t{16}, uint64_t{17}, uint64_t{4096}, uint64_t{1} << 20}) {
     void* p = nullptr;
     ASSERT_OK(mnemo_alloc(bytes, &p));
     ASSERT_NE(p, nullptr);
@@ -131,8 +117,7 @@ bool terminated(const char* s, size_t cap) { return std::memchr(s, '\0', cap) !=
 // Fields every report must satisfy.
 void expect_sane_report(const mnemo_runtime_report& i) {
   EXPECT_EQ(i.struct_size, sizeof(mnemo_runtime_report));
-  EXPECT_TRUE(i.backend_active == MNEMO_BACKEND_CPU || i.backend_active == MNEMO_BACKEND_CUDA)
-      << i.backend_active;
+  EXPECT_TRUE(i.backend_active == MNEMO_BACKEND_CPU || i.backend_active == MNEMO_BACKEND_CUDA) << i.backend_active;
   EXPECT_TRUE(i.precision == MNEMO_PRECISION_EXACT || i.precision == MNEMO_PRECISION_FAST);
   EXPECT_GE(i.num_threads, 1u);
   EXPECT_TRUE(i.cuda_available == 0 || i.cuda_available == 1);
@@ -174,8 +159,8 @@ TEST(Runtime, CpuBackendWorks) {
 
   const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, 5);
   Buf<float> s(4);
-  ASSERT_OK(mnemo_similarity(rt.get(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()),
-                             2, q.data(), MNEMO_DTYPE_F32, 2, 5, s.data()));
+  ASSERT_OK(mnemo_similarity(rt.get(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), 2, q.data(),
+                             MNEMO_DTYPE_F32, 2, 5, s.data()));
   EXPECT_NEAR(s[0], 1.0f, 1e-5f);
   EXPECT_NEAR(s[3], 1.0f, 1e-5f);
 }
@@ -309,8 +294,8 @@ TEST(Runtime, ValidationOffNeverReturnsNaNScores) {
   Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, 3);
   q.set(0, 1, nan);
   Buf<float> sc(4);
-  EXPECT_OK(mnemo_similarity(rt.get(), MNEMO_METRIC_DOT, static_cast<const float*>(q.data()), 2,
-                             q.data(), MNEMO_DTYPE_F32, 2, 3, sc.data()));
+  EXPECT_OK(mnemo_similarity(rt.get(), MNEMO_METRIC_DOT, static_cast<const float*>(q.data()), 2, q.data(),
+                             MNEMO_DTYPE_F32, 2, 3, sc.data()));
   EXPECT_FALSE(std::isnan(sc[3]));  // the finite pair is still right
   Buf<float> out(6);
   EXPECT_OK(mnemo_normalize_rows(rt.get(), q.data(), out.data(), MNEMO_DTYPE_F32, 2, 3));

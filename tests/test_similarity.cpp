@@ -1,9 +1,9 @@
 // mnemo_similarity against the float64 reference.
-#include "reference.h"
-#include "support.h"
-
 #include <cmath>
 #include <tuple>
+
+#include "reference.h"
+#include "support.h"
 
 namespace {
 
@@ -12,8 +12,7 @@ using mt::Matrix;
 
 // Every score of an [nq x n] matrix within the contract's bound. NaN (the
 // poison) never passes, so this also proves every element was written.
-void expect_scores(int32_t metric, const Matrix& q, const Matrix& t,
-                   const float* scores) {
+void expect_scores(int32_t metric, const Matrix& q, const Matrix& t, const float* scores) {
   size_t bad = 0;
   for (size_t i = 0; i < q.rows; ++i) {
     for (size_t j = 0; j < t.rows; ++j) {
@@ -21,8 +20,8 @@ void expect_scores(int32_t metric, const Matrix& q, const Matrix& t,
       const double tol = ref::score_tol(metric, q.row(i), t.row(j), q.dim, r);
       const double got = scores[i * t.rows + j];
       if (!(std::fabs(got - r) <= tol) && bad++ < 5)
-        ADD_FAILURE() << "score[" << i << ", " << j << "] = " << got
-                      << ", reference " << r << " (tolerance " << tol << ")";
+        ADD_FAILURE() << "score[" << i << ", " << j << "] = " << got << ", reference " << r << " (tolerance " << tol
+                      << ")";
     }
   }
   EXPECT_EQ(bad, 0u) << "scores outside the bound";
@@ -43,21 +42,19 @@ TEST_P(SimilarityMatrix, MatchesReference) {
     const Matrix t = mt::random_matrix(rng, dtype, n, dim, unit);
     Buf<float> scores(nq * n);
     mt::poison_f32(scores.data(), nq * n);
-    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()),
-                               nq, t.data(), dtype, n, dim, scores.data()));
+    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()), nq, t.data(), dtype, n, dim,
+                               scores.data()));
     expect_scores(metric, q, t, scores.data());
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, SimilarityMatrix,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::ValuesIn(mt::metrics()),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return mt::case_name(std::get<0>(p.param), std::get<1>(p.param),
-                           std::get<2>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, SimilarityMatrix,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::ValuesIn(mt::metrics()),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return mt::case_name(std::get<0>(p.param), std::get<1>(p.param), std::get<2>(p.param));
+                         });
 
 // Dot of vectors that are not unit: the bound scales with sum |x_i y_i|.
 TEST(Similarity, DotOfNonUnitVectors) {
@@ -73,9 +70,8 @@ TEST(Similarity, DotOfNonUnitVectors) {
       }
       Buf<float> scores(4 * 17);
       mt::poison_f32(scores.data(), 4 * 17);
-      ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT,
-                                 static_cast<const float*>(q.data()), 4, t.data(),
-                                 dtype, 17, dim, scores.data()));
+      ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT, static_cast<const float*>(q.data()), 4, t.data(), dtype,
+                                 17, dim, scores.data()));
       expect_scores(MNEMO_METRIC_DOT, q, t, scores.data());
     }
   }
@@ -85,12 +81,11 @@ TEST(Similarity, DotOfNonUnitVectors) {
 TEST(Similarity, SelfComparison) {
   auto rng = mt::rng_for_test();
   for (const int32_t metric : mt::metrics()) {
-    const Matrix x = mt::random_matrix(rng, MNEMO_DTYPE_F32, 9, 127,
-                                       metric == MNEMO_METRIC_DOT);
+    const Matrix x = mt::random_matrix(rng, MNEMO_DTYPE_F32, 9, 127, metric == MNEMO_METRIC_DOT);
     Buf<float> scores(81);
     mt::poison_f32(scores.data(), 81);
-    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(x.data()),
-                               9, x.data(), MNEMO_DTYPE_F32, 9, 127, scores.data()));
+    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(x.data()), 9, x.data(), MNEMO_DTYPE_F32, 9,
+                               127, scores.data()));
     expect_scores(metric, x, x, scores.data());
   }
 }
@@ -107,9 +102,8 @@ TEST(Similarity, CosineWithZeroVectorIsZero) {
     }
     Buf<float> scores(6);
     mt::poison_f32(scores.data(), 6);
-    ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE,
-                               static_cast<const float*>(q.data()), 2, t.data(),
-                               dtype, 3, 5, scores.data()));
+    ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), 2, t.data(), dtype,
+                               3, 5, scores.data()));
     EXPECT_EQ(scores[2], 0.0f);  // query 0, zero target
     for (size_t j = 0; j < 3; ++j) EXPECT_EQ(scores[3 + j], 0.0f) << j;
     expect_scores(MNEMO_METRIC_COSINE, q, t, scores.data());
@@ -123,11 +117,9 @@ TEST(Similarity, EmptyInputsWriteNothing) {
   const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_F32, 2, 3);
   Buf<float> scores(4);
   const auto before = scores.snapshot();
-  EXPECT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT,
-                             static_cast<const float*>(q.data()), 0, t.data(),
+  EXPECT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT, static_cast<const float*>(q.data()), 0, t.data(),
                              MNEMO_DTYPE_F32, 2, 3, scores.data()));
-  EXPECT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT,
-                             static_cast<const float*>(q.data()), 2, t.data(),
+  EXPECT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_DOT, static_cast<const float*>(q.data()), 2, t.data(),
                              MNEMO_DTYPE_F32, 0, 3, scores.data()));
   EXPECT_TRUE(scores.same_as(before));
 }
@@ -140,8 +132,7 @@ TEST(Similarity, LargeTargetSet) {
   const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_F16, n, dim);
   Buf<float> scores(nq * n);
   mt::poison_f32(scores.data(), nq * n);
-  ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE,
-                             static_cast<const float*>(q.data()), nq, t.data(),
+  ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), nq, t.data(),
                              MNEMO_DTYPE_F16, n, dim, scores.data()));
   expect_scores(MNEMO_METRIC_COSINE, q, t, scores.data());
 }
@@ -156,9 +147,8 @@ TEST(Similarity, QueryBatch) {
     const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_BF16, n, dim, unit);
     Buf<float> scores(nq * n);
     mt::poison_f32(scores.data(), nq * n);
-    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()),
-                               nq, t.data(), MNEMO_DTYPE_BF16, n, dim,
-                               scores.data()));
+    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()), nq, t.data(), MNEMO_DTYPE_BF16, n,
+                               dim, scores.data()));
     expect_scores(metric, q, t, scores.data());
   }
 }
@@ -171,13 +161,12 @@ TEST(Similarity, NearDuplicatesInABatch) {
   const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim);
   Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim);
   for (size_t i = 0; i < nq; ++i)
-    for (size_t j = 0; j < dim; ++j)
-      q.set(i, j, static_cast<float>(t.row(i)[j] + 1e-3 * mt::rand_nonzero(rng)));
+    for (size_t j = 0; j < dim; ++j) q.set(i, j, static_cast<float>(t.row(i)[j] + 1e-3 * mt::rand_nonzero(rng)));
   for (const int32_t metric : mt::metrics()) {
     Buf<float> scores(nq * n);
     mt::poison_f32(scores.data(), nq * n);
-    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()), nq,
-                               t.data(), MNEMO_DTYPE_F32, n, dim, scores.data()));
+    ASSERT_OK(mnemo_similarity(mt::rt(), metric, static_cast<const float*>(q.data()), nq, t.data(), MNEMO_DTYPE_F32, n,
+                               dim, scores.data()));
     expect_scores(metric, q, t, scores.data());
   }
 }

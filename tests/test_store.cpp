@@ -1,8 +1,5 @@
 // The memory store: add/upsert/remove, slots and compaction, filters, bias,
 // top-k against the reference, save/open, and concurrent searches.
-#include "store_model.h"
-#include "topk_check.h"
-
 #include <dirent.h>
 #include <unistd.h>
 
@@ -13,6 +10,9 @@
 #include <iterator>
 #include <thread>
 #include <tuple>
+
+#include "store_model.h"
+#include "topk_check.h"
 
 namespace {
 
@@ -141,15 +141,13 @@ TEST_P(StoreSearch, TopKMatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, StoreSearch,
-    ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
-                       ::testing::ValuesIn(mt::metrics()),
-                       ::testing::ValuesIn(mt::awkward_dims())),
-    [](const ::testing::TestParamInfo<Param>& p) {
-      return mt::case_name(std::get<0>(p.param), std::get<1>(p.param),
-                           std::get<2>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllShapes, StoreSearch,
+                         ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
+                                            ::testing::ValuesIn(mt::metrics()),
+                                            ::testing::ValuesIn(mt::awkward_dims())),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return mt::case_name(std::get<0>(p.param), std::get<1>(p.param), std::get<2>(p.param));
+                         });
 
 // ---- store basics -----------------------------------------------------------
 
@@ -196,17 +194,15 @@ TEST(Store, SearchOptionsDefaults) {
 // F32 input to a half store is rounded to nearest even, ties included.
 TEST(Store, F32InputRoundsToNearestEven) {
   auto rng = mt::rng_for_test();
-  const std::vector<float> ties_f16 = {
-      1.0f + 0x1p-11f,        // halfway 1 | 1 + 2^-10: down to even
-      1.0f + 3 * 0x1p-11f,    // halfway: up to even
-      -(2.0f + 0x1p-10f),     // halfway at exponent 1, negative
-      3 * 0x1p-25f,           // subnormal halfway: up to 2^-23
-      0x1p-14f - 0x1p-25f,    // halfway up into the smallest normal
-      65519.0f,               // just below the overflow threshold: 65504
-      1.0f + 0x1p-11f + 0x1p-20f};  // just above halfway: up
+  const std::vector<float> ties_f16 = {1.0f + 0x1p-11f,              // halfway 1 | 1 + 2^-10: down to even
+                                       1.0f + 3 * 0x1p-11f,          // halfway: up to even
+                                       -(2.0f + 0x1p-10f),           // halfway at exponent 1, negative
+                                       3 * 0x1p-25f,                 // subnormal halfway: up to 2^-23
+                                       0x1p-14f - 0x1p-25f,          // halfway up into the smallest normal
+                                       65519.0f,                     // just below the overflow threshold: 65504
+                                       1.0f + 0x1p-11f + 0x1p-20f};  // just above halfway: up
   const std::vector<float> ties_bf16 = {
-      1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(4.0f + 0x1p-6f),
-      1.0f + 0x1p-8f + 0x1p-20f, 3.0e38f, 1e-39f};
+      1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(4.0f + 0x1p-6f), 1.0f + 0x1p-8f + 0x1p-20f, 3.0e38f, 1e-39f};
   for (const int32_t dtype : {MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}) {
     const auto& ties = dtype == MNEMO_DTYPE_F16 ? ties_f16 : ties_bf16;
     const size_t dim = ties.size();
@@ -459,8 +455,7 @@ TEST(Store, SlotBitmapFilter) {
     const auto id0 = rid.snapshot();
     const auto sc0 = rsc.snapshot();
     EXPECT_TRUE(mt::failed_with(
-        mnemo_store_search(s.get(), static_cast<const float*>(q.data()), 4, 3, &o,
-                           rid.data(), rsc.data()),
+        mnemo_store_search(s.get(), static_cast<const float*>(q.data()), 4, 3, &o, rid.data(), rsc.data()),
         MNEMO_E_SHAPE))
         << "filter_count " << wrong;
     EXPECT_TRUE(rid.same_as(id0));
@@ -584,8 +579,7 @@ TEST(Store, EmptyStoreAndEmptyQueryBatch) {
   Buf<float> sc(4);
   const auto i0 = ids.snapshot();
   const auto s0 = sc.snapshot();
-  EXPECT_OK(mnemo_store_search(s.get(), static_cast<const float*>(q.data()), 0, 4,
-                               nullptr, ids.data(), sc.data()));
+  EXPECT_OK(mnemo_store_search(s.get(), static_cast<const float*>(q.data()), 0, 4, nullptr, ids.data(), sc.data()));
   EXPECT_TRUE(ids.same_as(i0));
   EXPECT_TRUE(sc.same_as(s0));
 }
@@ -639,8 +633,7 @@ TEST(Store, SaveOpenRoundTrip) {
       ASSERT_OK(mnemo_store_save(s.get(), path.c_str()));
       // No temporary file is left beside it.
       for (const auto& f : dir.files())
-        EXPECT_TRUE(f.size() > 6 && f.compare(f.size() - 6, 6, ".mnemo") == 0)
-            << "stray file " << f;
+        EXPECT_TRUE(f.size() > 6 && f.compare(f.size() - 6, 6, ".mnemo") == 0) << "stray file " << f;
 
       mnemo_store* raw = nullptr;
       ASSERT_OK(mnemo_store_open(mt::rt(), path.c_str(), &raw));
@@ -733,12 +726,9 @@ TEST(Store, CorruptOrTruncatedFileRefused) {
   mnemo_store_destroy(out);
 
   out = sentinel;
-  EXPECT_TRUE(mt::failed_with(
-      mnemo_store_open(mt::rt(), dir.file("missing.mnemo").c_str(), &out), MNEMO_E_IO));
+  EXPECT_TRUE(mt::failed_with(mnemo_store_open(mt::rt(), dir.file("missing.mnemo").c_str(), &out), MNEMO_E_IO));
   EXPECT_EQ(out, sentinel);
-  EXPECT_TRUE(mt::failed_with(
-      mnemo_store_save(s.get(), (dir.path() + "/no/such/folder/x.mnemo").c_str()),
-      MNEMO_E_IO));
+  EXPECT_TRUE(mt::failed_with(mnemo_store_save(s.get(), (dir.path() + "/no/such/folder/x.mnemo").c_str()), MNEMO_E_IO));
 }
 
 // ---- precision and size ---------------------------------------------------------
@@ -825,8 +815,7 @@ TEST(Store, QueryBatchWithNearDuplicates) {
     Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim, unit);
     for (size_t i = 0; i < nq; i += 2) {
       const size_t src = mt::rand_below(rng, n);
-      for (size_t j = 0; j < dim; ++j)
-        q.set(i, j, static_cast<float>(m.row(src)[j] + 1e-3 * mt::rand_nonzero(rng)));
+      for (size_t j = 0; j < dim; ++j) q.set(i, j, static_cast<float>(m.row(src)[j] + 1e-3 * mt::rand_nonzero(rng)));
     }
     Results r;
     ASSERT_OK(mt::store_search(s.get(), q, 10, nullptr, &r));
@@ -901,8 +890,7 @@ TEST(Store, ConcurrentSearchesAgree) {
     threads.emplace_back([&] {
       for (int it = 0; it < 25; ++it) {
         Results r;
-        if (mt::store_search(s.get(), q, 10, nullptr, &r) != MNEMO_OK ||
-            !mt::same_results(r, base))
+        if (mt::store_search(s.get(), q, 10, nullptr, &r) != MNEMO_OK || !mt::same_results(r, base))
           failures.fetch_add(1);
       }
     });

@@ -1,11 +1,11 @@
 // Concurrency: searches racing a writer (adds, removes with compaction, bias
 // updates) and stateless operations sharing one runtime.
-#include "store_model.h"
-#include "support.h"
-
 #include <atomic>
 #include <chrono>
 #include <thread>
+
+#include "store_model.h"
+#include "support.h"
 
 namespace {
 
@@ -59,14 +59,12 @@ TEST(Threads, SearchesWhileAWriterChangesTheStore) {
         std::vector<uint64_t> b(100);
         for (auto& id : b) id = next++;
         if (mt::store_add(s.get(), b, far) != MNEMO_OK) writer_errors.fetch_add(1);
-        if (mt::store_set_bias(s.get(), {b[0], b[99]}, {1.0f, -1.0f}) != MNEMO_OK)
-          writer_errors.fetch_add(1);
+        if (mt::store_set_bias(s.get(), {b[0], b[99]}, {1.0f, -1.0f}) != MNEMO_OK) writer_errors.fetch_add(1);
         added.insert(added.end(), b.begin(), b.end());
       }
       // 400 of 1200 slots removed: more than a quarter, so it compacts.
       uint64_t removed = 0;
-      if (mt::store_remove(s.get(), added, &removed) != MNEMO_OK || removed != added.size())
-        writer_errors.fetch_add(1);
+      if (mt::store_remove(s.get(), added, &removed) != MNEMO_OK || removed != added.size()) writer_errors.fetch_add(1);
     }
     done.store(true);
   });
@@ -129,8 +127,8 @@ TEST(Threads, SharedRuntimeStatelessCalls) {
   const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim);
   const Matrix t = mt::random_matrix(rng, MNEMO_DTYPE_BF16, n, dim);
   Buf<float> want(nq * n), want_norm(n * dim);
-  ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), nq,
-                             t.data(), MNEMO_DTYPE_BF16, n, dim, want.data()));
+  ASSERT_OK(mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), nq, t.data(),
+                             MNEMO_DTYPE_BF16, n, dim, want.data()));
   const Matrix x = mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim);
   ASSERT_OK(mnemo_normalize_rows(mt::rt(), x.data(), want_norm.data(), MNEMO_DTYPE_F32, n, dim));
 
@@ -140,8 +138,8 @@ TEST(Threads, SharedRuntimeStatelessCalls) {
     threads.emplace_back([&] {
       for (int it = 0; it < 10; ++it) {
         Buf<float> got(nq * n), norm(n * dim);
-        if (mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), nq,
-                             t.data(), MNEMO_DTYPE_BF16, n, dim, got.data()) != MNEMO_OK ||
+        if (mnemo_similarity(mt::rt(), MNEMO_METRIC_COSINE, static_cast<const float*>(q.data()), nq, t.data(),
+                             MNEMO_DTYPE_BF16, n, dim, got.data()) != MNEMO_OK ||
             std::memcmp(got.data(), want.data(), nq * n * sizeof(float)) != 0)
           bad.fetch_add(1);
         if (mnemo_normalize_rows(mt::rt(), x.data(), norm.data(), MNEMO_DTYPE_F32, n, dim) != MNEMO_OK ||

@@ -1,12 +1,12 @@
 // Checks search results against the reference top-k, robustly to near-ties.
 #pragma once
 
-#include "reference.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
+
+#include "reference.h"
 
 namespace mt {
 
@@ -17,9 +17,7 @@ namespace mt {
 // is farther than the tolerances from every other candidate, the id is the
 // reference id; the row is ordered best first with equal returned scores by
 // smaller id; the remaining slots are MNEMO_NO_ID with a NaN score.
-::testing::AssertionResult check_topk(int32_t metric,
-                                      const std::vector<ref::Candidate>& cands,
-                                      size_t k, const uint64_t* ids,
-                                      const float* scores);
+::testing::AssertionResult check_topk(int32_t metric, const std::vector<ref::Candidate>& cands, size_t k,
+                                      const uint64_t* ids, const float* scores);
 
 }  // namespace mt

@@ -86,7 +86,8 @@ __global__ void read_kernel(const float4* p, uint64_t n, float* sink) {
   if (acc == 12345.678f) *sink = acc;  // keeps the loads alive
 }
 
-void row(const std::string& workload, const std::string& impl, double ms, double floor_ms, const std::string& extra = "") {
+void row(const std::string& workload, const std::string& impl, double ms, double floor_ms,
+         const std::string& extra = "") {
   std::fprintf(g_out,
                "{\"workload\": \"%s\", \"impl\": \"%s\", \"median_ms\": %.6f, \"floor_ms\": %.6f, \"pct_of_floor\": "
                "%.1f%s}\n",
@@ -105,13 +106,14 @@ Floors measure_floors(ExecContext& ctx) {
   const uint64_t n = 1ull << 30;  // 4 GiB of floats
   DeviceBuffer a(n * 4), b(n * 4), sink(4);
   fill_random<<<4096, 256, 0, ctx.stream>>>(a.get<float>(), n, 1);
-  const double r = time_ms(ctx.stream, [&](int) {
-    read_kernel<<<132 * 16, 512, 0, ctx.stream>>>(a.get<float4>(), n / 4, sink.get<float>());
-  }, 10, 2);
+  const double r = time_ms(
+      ctx.stream,
+      [&](int) { read_kernel<<<132 * 16, 512, 0, ctx.stream>>>(a.get<float4>(), n / 4, sink.get<float>()); }, 10, 2);
   f.read_gbs = n * 4 / (r * 1e-3) / 1e9;
-  const double c = time_ms(ctx.stream, [&](int) {
-    check(cudaMemcpyAsync(b.get(), a.get(), n * 4, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
-  }, 10, 2);
+  const double c = time_ms(
+      ctx.stream,
+      [&](int) { check(cudaMemcpyAsync(b.get(), a.get(), n * 4, cudaMemcpyDeviceToDevice, ctx.stream), "copy"); }, 10,
+      2);
   f.copy_gbs = 2.0 * n * 4 / (c * 1e-3) / 1e9;
   const int m = 8192;
   DeviceBuffer x(static_cast<size_t>(m) * m * 4), y(static_cast<size_t>(m) * m * 4), z(static_cast<size_t>(m) * m * 4);
@@ -119,11 +121,14 @@ Floors measure_floors(ExecContext& ctx) {
   fill_random<<<4096, 256, 0, ctx.stream>>>(y.get<float>(), static_cast<uint64_t>(m) * m, 3);
   const float one = 1.0f, zero = 0.0f;
   auto gemm_rate = [&](cudaDataType_t t, cublasComputeType_t comp) {
-    const double ms = time_ms(ctx.stream, [&](int) {
-      check_blas(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, x.get(), t, m, y.get(), t, m, &zero,
-                              z.get(), CUDA_R_32F, m, comp, CUBLAS_GEMM_DEFAULT),
-                 "gemm");
-    }, 5, 2);
+    const double ms = time_ms(
+        ctx.stream,
+        [&](int) {
+          check_blas(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, x.get(), t, m, y.get(), t, m,
+                                  &zero, z.get(), CUDA_R_32F, m, comp, CUBLAS_GEMM_DEFAULT),
+                     "gemm");
+        },
+        5, 2);
     return 2.0 * m * m * static_cast<double>(m) / (ms * 1e-3) / 1e12;
   };
   f.tf32_tflops = gemm_rate(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);
@@ -132,11 +137,15 @@ Floors measure_floors(ExecContext& ctx) {
   to_half<<<4096, 256, 0, ctx.stream>>>(x.get<float>(), hx.get<__half>(), static_cast<uint64_t>(m) * m);
   to_half<<<4096, 256, 0, ctx.stream>>>(y.get<float>(), hy.get<__half>(), static_cast<uint64_t>(m) * m);
   {
-    const double ms = time_ms(ctx.stream, [&](int) {
-      check_blas(cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, hx.get(), CUDA_R_16F, m, hy.get(),
-                              CUDA_R_16F, m, &zero, z.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "gemm");
-    }, 5, 2);
+    const double ms = time_ms(
+        ctx.stream,
+        [&](int) {
+          check_blas(
+              cublasGemmEx(ctx.blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, hx.get(), CUDA_R_16F, m, hy.get(),
+                           CUDA_R_16F, m, &zero, z.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              "gemm");
+        },
+        5, 2);
     f.fp16_tflops = 2.0 * m * m * static_cast<double>(m) / (ms * 1e-3) / 1e12;
   }
   check(cudaStreamSynchronize(ctx.stream), "sync");
@@ -157,8 +166,18 @@ struct BenchStore {
   DType dtype;
   uint64_t n, dim;
   StoreRef ref(int copy, KeyMetric metric) const {
-    return StoreRef{vecs[copy % vecs.size()].get(), dtype, dim, static_cast<uint32_t>(dim), static_cast<uint32_t>(n),
-                    ids.get<uint64_t>(), norms.get<float>(), biases.get<float>(), nullptr, false, metric, false};
+    return StoreRef{vecs[copy % vecs.size()].get(),
+                    dtype,
+                    dim,
+                    static_cast<uint32_t>(dim),
+                    static_cast<uint32_t>(n),
+                    ids.get<uint64_t>(),
+                    norms.get<float>(),
+                    biases.get<float>(),
+                    nullptr,
+                    false,
+                    metric,
+                    false};
   }
 };
 
@@ -248,8 +267,9 @@ void bench_host_call(const Floors& f) {
     }
     if (i >= 20) t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
   }
-  if (!t.empty()) row("recall 1q x 10k x 768 f32 cosine k=10 (host call)", "mnemo", median(t),
-                      n * dim * 4 / (f.read_gbs * 1e9) * 1e3);
+  if (!t.empty())
+    row("recall 1q x 10k x 768 f32 cosine k=10 (host call)", "mnemo", median(t),
+        n * dim * 4 / (f.read_gbs * 1e9) * 1e3);
   mnemo_free(v), mnemo_free(ids), mnemo_free(q), mnemo_free(out), mnemo_free(sc);
   mnemo_store_destroy(st);
   mnemo_runtime_destroy(rt);
@@ -299,10 +319,11 @@ void bench_break_even() {
     }
     std::printf("break-even: n=%-7llu bytes=%-10llu cpu %.4f ms  gpu %.4f ms\n", static_cast<unsigned long long>(n),
                 static_cast<unsigned long long>(n * dim * 4), t[0], t[1]);
-    std::fprintf(g_out,
-                 "{\"workload\": \"break-even 1q x n x 768 f32 k=10 (host call)\", \"impl\": \"cpu vs cuda\", \"n\": %llu, "
-                 "\"bytes\": %llu, \"cpu_ms\": %.5f, \"gpu_ms\": %.5f}\n",
-                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(n * dim * 4), t[0], t[1]);
+    std::fprintf(
+        g_out,
+        "{\"workload\": \"break-even 1q x n x 768 f32 k=10 (host call)\", \"impl\": \"cpu vs cuda\", \"n\": %llu, "
+        "\"bytes\": %llu, \"cpu_ms\": %.5f, \"gpu_ms\": %.5f}\n",
+        static_cast<unsigned long long>(n), static_cast<unsigned long long>(n * dim * 4), t[0], t[1]);
     mnemo_free(v), mnemo_free(ids), mnemo_free(q), mnemo_free(out), mnemo_free(sc);
   }
   mnemo_runtime_destroy(cpu);
@@ -331,10 +352,10 @@ int main(int argc, char** argv) {
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 1q x 10k x 768 f32 cosine k=10", DType::f32, 10000, 768, 1, 10, false,
                  KeyMetric::cosine, sms);
-    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, true,
-                 KeyMetric::cosine, sms);
-    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, false,
-                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, true, KeyMetric::cosine,
+                 sms);
+    bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, false, KeyMetric::cosine,
+                 sms);
     bench_search(ctx, f, "recall 10000q x 1M x 128 f32 k=10", DType::f32, 1000000, 128, 10000, 10, true,
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 10000q x 1M x 128 f16 k=10", DType::f16, 1000000, 128, 10000, 10, true,

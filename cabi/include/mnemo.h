@@ -153,11 +153,7 @@ enum mnemo_dtype {
 
 /* Similarity metrics. Cosine and dot are similarities (higher is better);
    squared L2 is a distance (lower is better). */
-enum mnemo_metric {
-  MNEMO_METRIC_COSINE = 1,
-  MNEMO_METRIC_DOT = 2,
-  MNEMO_METRIC_L2SQ = 3
-};
+enum mnemo_metric { MNEMO_METRIC_COSINE = 1, MNEMO_METRIC_DOT = 2, MNEMO_METRIC_L2SQ = 3 };
 
 enum mnemo_backend {
   MNEMO_BACKEND_AUTO = 0, /* GPU for large work when one is usable, else CPU */
@@ -201,12 +197,12 @@ typedef struct mnemo_runtime mnemo_runtime;
 /* Options of a runtime. Always initialise with mnemo_runtime_options_default()
    and change fields afterwards; the struct only ever grows at the end. */
 typedef struct mnemo_runtime_options {
-  uint32_t struct_size; /* sizeof(mnemo_runtime_options), set by the default */
-  int32_t backend;      /* enum mnemo_backend; default AUTO */
-  int32_t precision;    /* enum mnemo_precision; default EXACT */
-  int32_t device_id;    /* CUDA device ordinal; default 0 */
-  uint32_t num_threads; /* CPU threads; 0 = one per available core */
-  uint32_t validate;    /* 1 = refuse NaN/Inf inputs (default), 0 = skip */
+  uint32_t struct_size;     /* sizeof(mnemo_runtime_options), set by the default */
+  int32_t backend;          /* enum mnemo_backend; default AUTO */
+  int32_t precision;        /* enum mnemo_precision; default EXACT */
+  int32_t device_id;        /* CUDA device ordinal; default 0 */
+  uint32_t num_threads;     /* CPU threads; 0 = one per available core */
+  uint32_t validate;        /* 1 = refuse NaN/Inf inputs (default), 0 = skip */
   uint64_t workspace_bytes; /* GPU scratch bound; 0 = default (1 GiB) */
 } mnemo_runtime_options;
 
@@ -218,8 +214,7 @@ MNEMO_API mnemo_runtime_options mnemo_runtime_options_default(void);
    or 1), OUT_OF_RANGE (device_id), BACKEND_UNAVAILABLE (backend CUDA without
    a usable GPU; the message says why), OUT_OF_MEMORY.
    Thread safety: may be called from any thread. */
-MNEMO_API mnemo_status mnemo_runtime_create(const mnemo_runtime_options* opts,
-                                            mnemo_runtime** out);
+MNEMO_API mnemo_status mnemo_runtime_create(const mnemo_runtime_options* opts, mnemo_runtime** out);
 
 /* Destroys a runtime; NULL is accepted. All its stores must be destroyed
    first. Must not run concurrently with other calls on the same runtime. */
@@ -227,24 +222,23 @@ MNEMO_API void mnemo_runtime_destroy(mnemo_runtime* rt);
 
 /* What a runtime is and why. */
 typedef struct mnemo_runtime_report {
-  uint32_t struct_size;      /* set by the caller to sizeof(mnemo_runtime_report) */
-  int32_t backend_requested; /* enum mnemo_backend as asked */
-  int32_t backend_active;    /* CPU or CUDA: where large work goes */
-  int32_t precision;         /* enum mnemo_precision */
-  int32_t device_id;         /* CUDA device in use, -1 when none */
-  uint32_t num_threads;      /* CPU threads in use */
-  uint32_t cuda_available;   /* 1 if a CUDA backend can run on device_id */
-  uint32_t reserved0;        /* zero */
+  uint32_t struct_size;        /* set by the caller to sizeof(mnemo_runtime_report) */
+  int32_t backend_requested;   /* enum mnemo_backend as asked */
+  int32_t backend_active;      /* CPU or CUDA: where large work goes */
+  int32_t precision;           /* enum mnemo_precision */
+  int32_t device_id;           /* CUDA device in use, -1 when none */
+  uint32_t num_threads;        /* CPU threads in use */
+  uint32_t cuda_available;     /* 1 if a CUDA backend can run on device_id */
+  uint32_t reserved0;          /* zero */
   uint64_t auto_gpu_min_bytes; /* AUTO: work touching fewer bytes runs on CPU */
-  char device_name[128];     /* GPU name, or the CPU SIMD level for CPU */
-  char reason[256];          /* why this backend (and why not CUDA) */
+  char device_name[128];       /* GPU name, or the CPU SIMD level for CPU */
+  char reason[256];            /* why this backend (and why not CUDA) */
 } mnemo_runtime_report;
 
 /* Fills *info. The caller sets info->struct_size first; a larger struct from a
    newer header is accepted and only the known prefix is written.
    Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small). */
-MNEMO_API mnemo_status mnemo_runtime_info(const mnemo_runtime* rt,
-                                          mnemo_runtime_report* info);
+MNEMO_API mnemo_status mnemo_runtime_info(const mnemo_runtime* rt, mnemo_runtime_report* info);
 
 /* ------------------------------------------------------------------------ */
 /* Similarity: the raw score matrix                                          */
@@ -256,11 +250,9 @@ MNEMO_API mnemo_status mnemo_runtime_info(const mnemo_runtime* rt,
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (metric, dim = 0), DTYPE,
    OVERFLOW, NON_FINITE, BACKEND.
    Thread safety: concurrent calls on one runtime are allowed. */
-MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric,
-                                        const float* queries, uint64_t nq,
-                                        const void* targets,
-                                        int32_t target_dtype, uint64_t n,
-                                        uint64_t dim, float* scores);
+MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric, const float* queries, uint64_t nq,
+                                        const void* targets, int32_t target_dtype, uint64_t n, uint64_t dim,
+                                        float* scores);
 
 /* ------------------------------------------------------------------------ */
 /* Memory store                                                              */
@@ -273,8 +265,7 @@ typedef struct mnemo_store mnemo_store;
    backend (resident on the GPU for a CUDA runtime).
    Errors: NULL_POINTER, INVALID_ARGUMENT (dim = 0 or > 65536, metric), DTYPE,
    OUT_OF_MEMORY. */
-MNEMO_API mnemo_status mnemo_store_create(mnemo_runtime* rt, uint64_t dim,
-                                          int32_t dtype, int32_t metric,
+MNEMO_API mnemo_status mnemo_store_create(mnemo_runtime* rt, uint64_t dim, int32_t dtype, int32_t metric,
                                           mnemo_store** out);
 
 /* Destroys a store; NULL is accepted. Must not run concurrently with other
@@ -289,8 +280,7 @@ MNEMO_API void mnemo_store_destroy(mnemo_store* store);
    Errors: NULL_POINTER, MISALIGNED, DTYPE, OVERFLOW, OUT_OF_RANGE (id =
    MNEMO_NO_ID, naming its position), NON_FINITE, OUT_OF_MEMORY. On error the
    store is unchanged. Thread safety: exclusive (waits for running searches). */
-MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids,
-                                       const void* vectors,
+MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, const void* vectors,
                                        int32_t vectors_dtype, uint64_t count);
 
 /* Removes the given ids; ids not present are ignored. *removed (may be NULL)
@@ -298,40 +288,30 @@ MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids,
    when removed slots exceed a quarter of all slots, which renumbers slots.
    Errors: NULL_POINTER (ids with count > 0), MISALIGNED.
    Thread safety: exclusive. */
-MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store,
-                                          const uint64_t* ids, uint64_t count,
-                                          uint64_t* removed);
+MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* ids, uint64_t count, uint64_t* removed);
 
 /* Number of live vectors. */
-MNEMO_API mnemo_status mnemo_store_count(const mnemo_store* store,
-                                         uint64_t* out);
+MNEMO_API mnemo_status mnemo_store_count(const mnemo_store* store, uint64_t* out);
 
 /* Dimension, storage dtype and metric of the store; any out may be NULL. */
-MNEMO_API mnemo_status mnemo_store_shape(const mnemo_store* store,
-                                         uint64_t* dim, int32_t* dtype,
-                                         int32_t* metric);
+MNEMO_API mnemo_status mnemo_store_shape(const mnemo_store* store, uint64_t* dim, int32_t* dtype, int32_t* metric);
 
 /* Copies the stored (rounded) vector of `id` as f32 into out [dim].
    Errors: NULL_POINTER, MISALIGNED, NOT_FOUND. */
-MNEMO_API mnemo_status mnemo_store_get(const mnemo_store* store, uint64_t id,
-                                       float* out);
+MNEMO_API mnemo_status mnemo_store_get(const mnemo_store* store, uint64_t id, float* out);
 
 /* Slots: every live vector occupies a slot in [0, slot_count). A slot is
    stable until a remove compacts the store (see mnemo_store_remove); a new id
    takes a fresh slot at the end. Slots index the bitmap filter. */
-MNEMO_API mnemo_status mnemo_store_slot_count(const mnemo_store* store,
-                                              uint64_t* out);
+MNEMO_API mnemo_status mnemo_store_slot_count(const mnemo_store* store, uint64_t* out);
 /* Errors: NULL_POINTER, NOT_FOUND. */
-MNEMO_API mnemo_status mnemo_store_slot_of(const mnemo_store* store,
-                                           uint64_t id, uint64_t* slot);
+MNEMO_API mnemo_status mnemo_store_slot_of(const mnemo_store* store, uint64_t id, uint64_t* slot);
 
 /* Sets the additive bias (activation: recency, importance...) of each id; a
    memory's bias starts at 0 and survives upserts. biases: f32 [count].
    Errors: NULL_POINTER, MISALIGNED, NOT_FOUND (naming the position),
    NON_FINITE. On error no bias changes. Thread safety: exclusive. */
-MNEMO_API mnemo_status mnemo_store_set_bias(mnemo_store* store,
-                                            const uint64_t* ids,
-                                            const float* biases,
+MNEMO_API mnemo_status mnemo_store_set_bias(mnemo_store* store, const uint64_t* ids, const float* biases,
                                             uint64_t count);
 
 enum mnemo_filter_kind {
@@ -367,25 +347,20 @@ MNEMO_API mnemo_search_options mnemo_search_options_default(void);
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (k = 0, filter kind,
    struct_size), SHAPE (bitmap length), OVERFLOW (nq * k), NON_FINITE.
    Thread safety: concurrent searches allowed. */
-MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store,
-                                          const float* queries, uint64_t nq,
-                                          uint64_t k,
-                                          const mnemo_search_options* opts,
-                                          uint64_t* ids, float* scores);
+MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
+                                          const mnemo_search_options* opts, uint64_t* ids, float* scores);
 
 /* Writes the store to `path` (a versioned binary format with a checksum per
    section): to a temporary file in the same folder, flushed to disk, then
    renamed over `path`, so a crash never leaves a half-written store.
    Errors: NULL_POINTER, IO. Thread safety: runs alongside searches. */
-MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store,
-                                        const char* path);
+MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store, const char* path);
 
 /* Opens a store saved by mnemo_store_save on runtime rt.
    Errors: NULL_POINTER, IO (cannot open or read), CORRUPT (bad magic,
    unknown version, checksum mismatch, truncation, inconsistent counts; the
    message says which), OUT_OF_MEMORY. Nothing is returned on error. */
-MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path,
-                                        mnemo_store** out);
+MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mnemo_store** out);
 
 /* ------------------------------------------------------------------------ */
 /* Pair scoring                                                              */
@@ -398,12 +373,9 @@ MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path,
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (metric, dim = 0), DTYPE,
    OVERFLOW, OUT_OF_RANGE (an index >= n_items; the message names the pair
    position), NON_FINITE (table). Nothing is written on error. */
-MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric,
-                                         const void* table, int32_t table_dtype,
-                                         uint64_t n_items, uint64_t dim,
-                                         const void* src, const void* tgt,
-                                         int32_t index_dtype, uint64_t n_pairs,
-                                         float* scores);
+MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric, const void* table, int32_t table_dtype,
+                                         uint64_t n_items, uint64_t dim, const void* src, const void* tgt,
+                                         int32_t index_dtype, uint64_t n_pairs, float* scores);
 
 /* ------------------------------------------------------------------------ */
 /* Trajectory resampling                                                     */
@@ -446,13 +418,9 @@ MNEMO_API mnemo_resample_options mnemo_resample_options_default(void);
    length out of range), DTYPE, OVERFLOW, NOT_SORTED (names row and index),
    NON_FINITE (data or times). `out` must not overlap the inputs
    (INVALID_ARGUMENT). */
-MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data,
-                                      int32_t data_dtype, uint64_t batch,
-                                      uint64_t n_src, uint64_t dim,
-                                      const void* src_times,
-                                      const void* tgt_times, int32_t time_dtype,
-                                      uint64_t n_tgt,
-                                      const mnemo_resample_options* opts,
+MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
+                                      uint64_t n_src, uint64_t dim, const void* src_times, const void* tgt_times,
+                                      int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
                                       void* out);
 
 /* ------------------------------------------------------------------------ */
@@ -464,9 +432,8 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data,
    other overlap is INVALID_ARGUMENT.
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT, DTYPE, OVERFLOW,
    NON_FINITE. */
-MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in,
-                                            void* out, int32_t dtype,
-                                            uint64_t rows, uint64_t dim);
+MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
+                                            uint64_t dim);
 
 /* LayerNorm over each row: out = (x - mean) / sqrt(var + eps) * gamma + beta,
    with the biased variance (divided by dim), statistics in f32 or wider.
@@ -476,10 +443,8 @@ MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in,
    allowed; other overlap is INVALID_ARGUMENT.
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT, DTYPE, OVERFLOW,
    NON_FINITE. */
-MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in,
-                                        void* out, int32_t dtype, uint64_t rows,
-                                        uint64_t dim, const float* gamma,
-                                        const float* beta, float eps);
+MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
+                                        uint64_t dim, const float* gamma, const float* beta, float eps);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -31,8 +31,8 @@ uint64_t check_rows(Runtime& r, const void* in, void* out, int32_t dtype, uint64
 
 extern "C" {
 
-MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
-                                            uint64_t rows, uint64_t dim) {
+MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
+                                            uint64_t dim) {
   return cabi::guarded("mnemo_normalize_rows", [&] {
     Runtime& r = cabi::runtime_of(rt);
     NormArgs a;

@@ -59,11 +59,11 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
     for (uint64_t b = 0; b < batch; ++b) {
       const uint64_t S = o.src_lengths ? o.src_lengths[b] : n_src;
       if (S == 0 || S > n_src)
-        fail(Code::invalid_argument, "opts->src_lengths[" + std::to_string(b) + "] = " + std::to_string(S) +
-                                         " is not in [1, n_src]");
+        fail(Code::invalid_argument,
+             "opts->src_lengths[" + std::to_string(b) + "] = " + std::to_string(S) + " is not in [1, n_src]");
       if (o.tgt_lengths && o.tgt_lengths[b] > n_tgt)
-        fail(Code::invalid_argument, "opts->tgt_lengths[" + std::to_string(b) + "] = " +
-                                         std::to_string(o.tgt_lengths[b]) + " exceeds n_tgt");
+        fail(Code::invalid_argument,
+             "opts->tgt_lengths[" + std::to_string(b) + "] = " + std::to_string(o.tgt_lengths[b]) + " exceeds n_tgt");
       const unsigned char* times = static_cast<const unsigned char*>(src_times) + b * n_src * tsz;
       cabi::need_finite(r, times, a.time_dtype, S, "src_times (valid part)");
       const uint64_t T = o.tgt_lengths ? o.tgt_lengths[b] : n_tgt;

@@ -6,9 +6,9 @@
 
 using namespace mnemo;
 
-extern "C" MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric, const float* queries,
-                                                   uint64_t nq, const void* targets, int32_t target_dtype,
-                                                   uint64_t n, uint64_t dim, float* scores) {
+extern "C" MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric, const float* queries, uint64_t nq,
+                                                   const void* targets, int32_t target_dtype, uint64_t n, uint64_t dim,
+                                                   float* scores) {
   return cabi::guarded("mnemo_similarity", [&] {
     Runtime& r = cabi::runtime_of(rt);
     SimilarityArgs a;

@@ -69,8 +69,7 @@ MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, 
   });
 }
 
-MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* ids, uint64_t count,
-                                          uint64_t* removed) {
+MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* ids, uint64_t count, uint64_t* removed) {
   return cabi::guarded("mnemo_store_remove", [&] {
     Store& s = cabi::store_of(store);
     if (count > 0) cabi::need_data(ids, "ids");
@@ -172,8 +171,8 @@ MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float*
         f.count = o.filter_count;
         break;
       default:
-        fail(Code::invalid_argument, "opts->filter_kind = " + std::to_string(o.filter_kind) +
-                                         " is not a mnemo_filter_kind");
+        fail(Code::invalid_argument,
+             "opts->filter_kind = " + std::to_string(o.filter_kind) + " is not a mnemo_filter_kind");
     }
     cabi::need_data(queries, "queries");
     cabi::need_data(ids, "ids");

@@ -14,8 +14,8 @@ void need_nonnull(const void* p, const char* name) {
 
 void need_aligned(const void* p, const char* name) {
   if (reinterpret_cast<uintptr_t>(p) % MNEMO_ALIGNMENT != 0)
-    fail(Code::misaligned, std::string(name) + " is not " + std::to_string(MNEMO_ALIGNMENT) +
-                               "-byte aligned (use mnemo_alloc)");
+    fail(Code::misaligned,
+         std::string(name) + " is not " + std::to_string(MNEMO_ALIGNMENT) + "-byte aligned (use mnemo_alloc)");
 }
 
 Runtime& runtime_of(mnemo_runtime* rt) {
@@ -55,8 +55,7 @@ void need_positive(uint64_t v, const char* name) {
 void need_finite(const Runtime& rt, const void* p, DType t, uint64_t n, const char* name) {
   if (!rt.validate()) return;
   const uint64_t at = find_non_finite(p, t, n);
-  if (at != kNotFound)
-    fail(Code::non_finite, std::string(name) + "[" + std::to_string(at) + "] is NaN or infinite");
+  if (at != kNotFound) fail(Code::non_finite, std::string(name) + "[" + std::to_string(at) + "] is NaN or infinite");
 }
 
 void need_disjoint(const void* a, uint64_t na, const void* b, uint64_t nb, const char* what, bool allow_same) {

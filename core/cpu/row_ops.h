@@ -44,8 +44,7 @@ inline double l2sq_row(const float* q, const void* row, uint64_t dim) {
 
 // Both operands of a storage type (pair scoring).
 template <class E>
-inline void pair_terms(const void* a, const void* b, uint64_t dim, double& dot, double& na, double& nb,
-                       double& l2) {
+inline void pair_terms(const void* a, const void* b, uint64_t dim, double& dot, double& na, double& nb, double& l2) {
   const auto* x = static_cast<const typename E::type*>(a);
   const auto* y = static_cast<const typename E::type*>(b);
   double d = 0, sa = 0, sb = 0, s2 = 0;

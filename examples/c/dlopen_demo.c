@@ -36,8 +36,8 @@ struct mnemo_api {
   void (*store_destroy)(mnemo_store*);
   mnemo_status (*store_add)(mnemo_store*, const uint64_t*, const void*, int32_t, uint64_t);
   mnemo_status (*store_count)(const mnemo_store*, uint64_t*);
-  mnemo_status (*store_search)(const mnemo_store*, const float*, uint64_t, uint64_t,
-                               const mnemo_search_options*, uint64_t*, float*);
+  mnemo_status (*store_search)(const mnemo_store*, const float*, uint64_t, uint64_t, const mnemo_search_options*,
+                               uint64_t*, float*);
 };
 
 /* ISO C has no conversion from void* to a function pointer; POSIX
@@ -52,17 +52,14 @@ static int resolve(void* lib, const char* name, void* fn_ptr, size_t size) {
   return 1;
 }
 
-#define RESOLVE(lib, api, field) \
-  resolve((lib), "mnemo_" #field, (void*)&(api)->field, sizeof (api)->field)
+#define RESOLVE(lib, api, field) resolve((lib), "mnemo_" #field, (void*)&(api)->field, sizeof(api)->field)
 
 static int load_api(void* lib, struct mnemo_api* api) {
-  return RESOLVE(lib, api, abi_version) && RESOLVE(lib, api, version) &&
-         RESOLVE(lib, api, status_name) && RESOLVE(lib, api, last_error) &&
-         RESOLVE(lib, api, alloc) && RESOLVE(lib, api, free) &&
+  return RESOLVE(lib, api, abi_version) && RESOLVE(lib, api, version) && RESOLVE(lib, api, status_name) &&
+         RESOLVE(lib, api, last_error) && RESOLVE(lib, api, alloc) && RESOLVE(lib, api, free) &&
          RESOLVE(lib, api, runtime_options_default) && RESOLVE(lib, api, runtime_create) &&
-         RESOLVE(lib, api, runtime_destroy) && RESOLVE(lib, api, store_create) &&
-         RESOLVE(lib, api, store_destroy) && RESOLVE(lib, api, store_add) &&
-         RESOLVE(lib, api, store_count) && RESOLVE(lib, api, store_search);
+         RESOLVE(lib, api, runtime_destroy) && RESOLVE(lib, api, store_create) && RESOLVE(lib, api, store_destroy) &&
+         RESOLVE(lib, api, store_add) && RESOLVE(lib, api, store_count) && RESOLVE(lib, api, store_search);
 }
 
 /* Reports a failed status; returns 1 when the call succeeded. */
@@ -80,9 +77,7 @@ static uint64_t next_random(uint64_t* state) {
   return *state;
 }
 
-static float uniform(uint64_t* state) {
-  return (float)(next_random(state) >> 40) / (float)(1u << 24) * 2.0f - 1.0f;
-}
+static float uniform(uint64_t* state) { return (float)(next_random(state) >> 40) / (float)(1u << 24) * 2.0f - 1.0f; }
 
 int main(int argc, char** argv) {
   const char* path = argc > 1 ? argv[1] : "libmnemo.so.1";
@@ -105,8 +100,8 @@ int main(int argc, char** argv) {
   }
   if (!load_api(lib, &api)) goto done;
   if (api.abi_version() != MNEMO_ABI_VERSION) {
-    fprintf(stderr, "%s has ABI version %u; this program was built for %d\n", path,
-            (unsigned)api.abi_version(), MNEMO_ABI_VERSION);
+    fprintf(stderr, "%s has ABI version %u; this program was built for %d\n", path, (unsigned)api.abi_version(),
+            MNEMO_ABI_VERSION);
     goto done;
   }
   printf("loaded mnemo %s (ABI %u) from %s\n", api.version(), (unsigned)api.abi_version(), path);
@@ -114,8 +109,7 @@ int main(int argc, char** argv) {
   opts = api.runtime_options_default();
   opts.backend = MNEMO_BACKEND_CPU;
   if (!ok(&api, api.runtime_create(&opts, &rt), "mnemo_runtime_create")) goto done;
-  if (!ok(&api, api.store_create(rt, DIM, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &store),
-          "mnemo_store_create"))
+  if (!ok(&api, api.store_create(rt, DIM, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &store), "mnemo_store_create"))
     goto done;
 
   /* mnemo_alloc hands out the 16-byte aligned memory every data pointer needs. */
@@ -138,14 +132,12 @@ int main(int argc, char** argv) {
 
   /* Recall with the first N_QUERIES stored vectors as queries (row-major, so
      they are the first N_QUERIES rows). opts NULL: no filter, no bias. */
-  if (!ok(&api, api.store_search(store, vectors, N_QUERIES, K, NULL, hit_ids, hit_scores),
-          "mnemo_store_search"))
+  if (!ok(&api, api.store_search(store, vectors, N_QUERIES, K, NULL, hit_ids, hit_scores), "mnemo_store_search"))
     goto done;
   failed = 0;
   for (q = 0; q < N_QUERIES; ++q) {
     printf("query of id %llu:", (unsigned long long)ids[q]);
-    for (j = 0; j < K; ++j)
-      printf(" %llu (%.4f)", (unsigned long long)hit_ids[q * K + j], hit_scores[q * K + j]);
+    for (j = 0; j < K; ++j) printf(" %llu (%.4f)", (unsigned long long)hit_ids[q * K + j], hit_scores[q * K + j]);
     printf("\n");
     if (hit_ids[q * K] != ids[q] || hit_scores[q * K] < 0.9999f) {
       fprintf(stderr, "query %d: the stored vector did not find itself first\n", q);

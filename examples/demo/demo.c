@@ -7,13 +7,13 @@
 
 #include "mnemo.h"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    mnemo_status s_ = (call);                                                              \
-    if (s_ != MNEMO_OK) {                                                                  \
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    mnemo_status s_ = (call);                                                                   \
+    if (s_ != MNEMO_OK) {                                                                       \
       fprintf(stderr, "%s failed: %s: %s\n", #call, mnemo_status_name(s_), mnemo_last_error()); \
-      exit(1);                                                                             \
-    }                                                                                      \
+      exit(1);                                                                                  \
+    }                                                                                           \
   } while (0)
 
 static void* aligned(uint64_t bytes) {
@@ -113,8 +113,8 @@ int main(void) {
   memcpy(tgt, t_init, sizeof t_init);
   CHECK(mnemo_score_pairs(rt, MNEMO_METRIC_COSINE, vecs, MNEMO_DTYPE_F32, N, DIM, src, tgt, MNEMO_DTYPE_U32, P,
                           pair_scores));
-  printf("pairs (same, same, cross, same topic): %.3f %.3f %.3f %.3f\n", pair_scores[0], pair_scores[1],
-         pair_scores[2], pair_scores[3]);
+  printf("pairs (same, same, cross, same topic): %.3f %.3f %.3f %.3f\n", pair_scores[0], pair_scores[1], pair_scores[2],
+         pair_scores[3]);
 
   /* 4. Trajectory resampling: 2 robot arm trajectories, 5 irregular samples
         of 3 joints, resampled onto 4 even times. */
@@ -150,8 +150,8 @@ int main(void) {
   mnemo_store_destroy(reopened);
   mnemo_store_destroy(store);
   mnemo_runtime_destroy(rt);
-  void* bufs[] = {centres, vecs, ids, hit_ids, hit_scores, bias, bias_id, allow, sims, src, tgt, pair_scores,
-                  traj, st, tt, out};
+  void* bufs[] = {centres, vecs, ids, hit_ids,     hit_scores, bias, bias_id, allow,
+                  sims,    src,  tgt, pair_scores, traj,       st,   tt,      out};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) mnemo_free(bufs[i]);
   printf("demo finished: all five operations ran\n");
   return 0;

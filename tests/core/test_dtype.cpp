@@ -65,8 +65,9 @@ TEST(Dtype, F32ToHalfRoundsToNearestEven) {
   std::mt19937_64 rng(12345);
   std::uniform_int_distribution<uint32_t> bits;
   // Random values across the half range, midpoints and edges.
-  std::vector<float> xs = {65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98023224e-8f, 2.98023259e-8f, 5.96046448e-8f,
-                           6.1035156e-5f, 6.1035152e-5f, -0.0f, 0.0f, 1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f};
+  std::vector<float> xs = {
+      65504.0f,      65519.99f,     65520.0f, 1e-8f, 2.98023224e-8f,        2.98023259e-8f,       5.96046448e-8f,
+      6.1035156e-5f, 6.1035152e-5f, -0.0f,    0.0f,  1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f};
   for (int i = 0; i < 300; ++i) {
     float f;
     do {

@@ -34,9 +34,9 @@ mt::RuntimePtr cpu_runtime() {
   return mt::make_runtime(o);
 }
 
-#define REQUIRE_CUDA(rt)                                              \
-  std::string why_;                                                   \
-  auto rt = cuda_runtime(MNEMO_PRECISION_EXACT, 0, &why_);            \
+#define REQUIRE_CUDA(rt)                                   \
+  std::string why_;                                        \
+  auto rt = cuda_runtime(MNEMO_PRECISION_EXACT, 0, &why_); \
   if (!rt) GTEST_SKIP() << "no CUDA backend on this machine: " << why_
 
 std::vector<uint64_t> spread_ids(std::mt19937_64& rng, size_t n) {
