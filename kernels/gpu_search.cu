@@ -122,7 +122,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       float* keys = at<float>(w, o_keys);
-      launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, st);
+      launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
   } else {

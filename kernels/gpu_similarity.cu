@@ -65,7 +65,7 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
                                     f32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       launch_finish_keys(s, qnorms + q0, m, 0, static_cast<uint32_t>(n), out, st);
     } else {
-      launch_score_rows(s, queries + q0 * ld, qnorms + q0, m, out, st);
+      launch_score_rows(s, queries + q0 * ld, qnorms + q0, m, out, static_cast<unsigned>(sm_count_), st);
     }
     MNEMO_CUDA_CHECK(
         cudaMemcpyAsync(a.scores + q0 * n, out, static_cast<size_t>(m) * n * 4, cudaMemcpyDeviceToHost, st));

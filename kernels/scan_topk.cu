@@ -124,16 +124,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-int sm_count_cached() {
-  static int n = [] {
-    int dev = 0, v = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    return v > 0 ? v : 1;
-  }();
-  return n;
-}
-
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
 template <class T, bool L2, int QB>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
@@ -181,8 +171,8 @@ unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
 }
 
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
-                          Cand* cand, unsigned max_blocks, cudaStream_t st) {
-  const unsigned blocks = std::min(max_blocks, scan_blocks(s, static_cast<unsigned>(sm_count_cached())));
+                          Cand* cand, unsigned blocks_wanted, cudaStream_t st) {
+  const unsigned blocks = std::max(1u, blocks_wanted);
   const bool l2 = s.metric == KeyMetric::l2;
   switch (s.dtype) {
     case DType::f16:
@@ -203,8 +193,8 @@ unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* 
 }
 
 void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
-                       cudaStream_t st) {
-  const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count_cached()));
+                       unsigned sm_count, cudaStream_t st) {
+  const unsigned blocks = scan_blocks(s, sm_count);
   const bool l2 = s.metric == KeyMetric::l2;
   for (uint32_t q0 = 0; q0 < nq; q0 += 4) {
     const uint32_t n = std::min<uint32_t>(4, nq - q0);

@@ -35,16 +35,16 @@ struct StoreRef {
 constexpr int kSmallKMax = 256;
 
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
-// f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k].
-// Returns the number of blocks used.
+// f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k]
+// with blocks from scan_blocks(). Returns the number of blocks used.
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
-                          Cand* cand, unsigned max_blocks, cudaStream_t st);
+                          Cand* cand, unsigned blocks, cudaStream_t st);
 // Blocks the scan would use for this store (to size cand buffers).
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
 
 // Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
 void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
-                       cudaStream_t st);
+                       unsigned sm_count, cudaStream_t st);
 
 // Turns GEMM dot products dots[q][j] (j < n, slots first..first+n) into keys
 // in place: cosine scaling, L2 by expansion, bias, exclusions.
