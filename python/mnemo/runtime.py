@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _cdefs
 from ._lib import check, lib
+from ._owned import OwnedHandle
 from .enums import Backend, DType, Metric, Precision, Status, parse_enum
 from .errors import MnemoValueError
 
@@ -49,7 +50,7 @@ def _uint(value: int, bits: int, what: str) -> int:
     return int(value)
 
 
-class Runtime:
+class Runtime(OwnedHandle):
     """A mnemo runtime (mnemo_runtime_create / mnemo_runtime_destroy).
 
     Args:
@@ -126,19 +127,6 @@ class Runtime:
         handle, self._handle = self._handle, None
         lib.mnemo_runtime_destroy(handle)
 
-    def __enter__(self) -> "Runtime":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # Not in a forked child: the handle belongs to the parent's memory.
-        try:
-            if getattr(self, "_pid", None) == os.getpid():
-                self.close()
-        except Exception:
-            pass  # interpreter shutdown may have torn down the module already
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"handle={self._handle:#x}"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from ._lib import check, lib
+from ._owned import OwnedHandle
 from .arrays import (aligned_zeros, as_input, check_array, check_shape,
                      check_u64, mnemo_dtype, output, ptr)
 from .enums import DType, FilterKind, Metric, Status, parse_enum
@@ -54,7 +55,7 @@ def bitmap_from_mask(mask: Any) -> np.ndarray:
     return words
 
 
-class Store:
+class Store(OwnedHandle):
     """A mnemo store (mnemo_store_create / mnemo_store_destroy).
 
     Args:
@@ -122,18 +123,6 @@ class Store:
         handle, self._handle = self._handle, None
         lib.mnemo_store_destroy(handle)
 
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            if getattr(self, "_pid", None) == os.getpid():
-                self.close()
-        except Exception:
-            pass  # interpreter shutdown may have torn down the module already
 
     def __len__(self) -> int:
         return self.count()
