@@ -26,15 +26,6 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-const char* metric_name(Metric m) {
-  switch (m) {
-    case Metric::cosine: return "cosine";
-    case Metric::dot: return "dot";
-    case Metric::l2sq: return "l2sq";
-  }
-  return "?";
-}
-
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;

@@ -13,7 +13,6 @@ enum class Metric : int32_t { cosine = 1, dot = 2, l2sq = 3 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
-const char* metric_name(Metric m);
 
 inline uint32_t f32_bits(float f) {
   uint32_t u;

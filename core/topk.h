@@ -31,10 +31,6 @@ class TopK {
     }
   }
   void merge(const TopK& other);
-  uint64_t capacity() const { return k_; }
-  size_t size() const { return heap_.size(); }
-  // The worst kept hit (valid when size() == capacity()).
-  const Hit& worst() const { return heap_.front(); }
   // Best first; leaves the selector empty.
   std::vector<Hit> take_sorted();
 

@@ -21,7 +21,6 @@ class DeviceStore final : public StoreMirror {
   const float* biases() const { return biases_.get<float>(); }
   uint64_t ld() const { return ld_; }  // padded row length in elements
   uint64_t slots() const { return slots_; }
-  uint64_t device_bytes() const { return vectors_.size() + ids_.size() + norms_.size() + biases_.size(); }
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);
