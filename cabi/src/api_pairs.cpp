@@ -9,11 +9,13 @@
 
 using namespace mnemo;
 
-extern "C" MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric, const void* table,
-                                                    int32_t table_dtype, uint64_t n_items, uint64_t dim,
-                                                    const void* src, const void* tgt, int32_t index_dtype,
-                                                    uint64_t n_pairs, float* scores) {
-  return cabi::guarded("mnemo_score_pairs", [&] {
+namespace {
+
+// Both entry points: the same argument checks; contents (indices, values)
+// are checked here for host buffers and by the backend for device ones.
+void score_pairs(mnemo_runtime* rt, int32_t metric, const void* table, int32_t table_dtype, uint64_t n_items,
+                 uint64_t dim, const void* src, const void* tgt, int32_t index_dtype, uint64_t n_pairs, float* scores,
+                 const Placement& place) {
     Runtime& r = cabi::runtime_of(rt);
     PairsArgs a;
     a.metric = cabi::metric_of(metric);
@@ -32,6 +34,18 @@ extern "C" MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t m
     cabi::need_disjoint(scores, n_pairs * 4, src, idx_bytes, "scores and src", false);
     cabi::need_disjoint(scores, n_pairs * 4, tgt, idx_bytes, "scores and tgt", false);
     cabi::need_disjoint(scores, n_pairs * 4, table, t_elems * dtype_size(dt), "scores and table", false);
+    a.place = place;
+    a.place.validate = r.validate();
+    if (place.on_device) {
+      a.table = MatrixView{table, dt, n_items, dim};
+      a.src = src;
+      a.tgt = tgt;
+      a.index_dtype = it;
+      a.n_pairs = n_pairs;
+      a.scores = scores;
+      r.device_backend(Op::score_pairs).score_pairs(a);
+      return;
+    }
     for (auto [idx, name] : {std::pair<const void*, const char*>{src, "src"}, {tgt, "tgt"}}) {
       const uint64_t bad = find_out_of_range(idx, it, n_pairs, n_items);
       if (bad != kNotFound)
@@ -46,5 +60,25 @@ extern "C" MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t m
     a.n_pairs = n_pairs;
     a.scores = scores;
     r.pick(Op::score_pairs, n_pairs * 2 * dim * dtype_size(dt)).score_pairs(a);
+}
+
+}  // namespace
+
+extern "C" MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric, const void* table,
+                                                    int32_t table_dtype, uint64_t n_items, uint64_t dim,
+                                                    const void* src, const void* tgt, int32_t index_dtype,
+                                                    uint64_t n_pairs, float* scores) {
+  return cabi::guarded("mnemo_score_pairs", [&] {
+    score_pairs(rt, metric, table, table_dtype, n_items, dim, src, tgt, index_dtype, n_pairs, scores, Placement{});
+  });
+}
+
+extern "C" MNEMO_API mnemo_status mnemo_score_pairs_device(mnemo_runtime* rt, int32_t metric, const void* table,
+                                                           int32_t table_dtype, uint64_t n_items, uint64_t dim,
+                                                           const void* src, const void* tgt, int32_t index_dtype,
+                                                           uint64_t n_pairs, float* scores, void* stream) {
+  return cabi::guarded("mnemo_score_pairs_device", [&] {
+    score_pairs(rt, metric, table, table_dtype, n_items, dim, src, tgt, index_dtype, n_pairs, scores,
+                Placement{true, stream, true});
   });
 }

@@ -21,11 +21,16 @@ MNEMO_API mnemo_resample_options mnemo_resample_options_default(void) {
   return o;
 }
 
-MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
-                                      uint64_t n_src, uint64_t dim, const void* src_times, const void* tgt_times,
-                                      int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
-                                      void* out) {
-  return cabi::guarded("mnemo_resample", [&] {
+}  // extern "C"
+
+namespace {
+
+// Both entry points: the same argument checks; contents (lengths, times,
+// values) are checked here for host buffers and by the backend for device
+// ones.
+void resample(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch, uint64_t n_src, uint64_t dim,
+              const void* src_times, const void* tgt_times, int32_t time_dtype, uint64_t n_tgt,
+              const mnemo_resample_options* opts, void* out, const Placement& place) {
     Runtime& r = cabi::runtime_of(rt);
     ResampleArgs a;
     a.data_dtype = cabi::storage_dtype(data_dtype, "data_dtype");
@@ -56,8 +61,9 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
     cabi::need_disjoint(out, out_bytes, data, in_elems * esz, "out and data", false);
     cabi::need_disjoint(out, out_bytes, src_times, st_elems * tsz, "out and src_times", false);
     cabi::need_disjoint(out, out_bytes, tgt_times, tt_elems * tsz, "out and tgt_times", false);
-    for (uint64_t b = 0; b < batch; ++b) {
-      const uint64_t S = o.src_lengths ? o.src_lengths[b] : n_src;
+    a.place = place;
+    a.place.validate = r.validate();
+    for (uint64_t b = 0; b < batch && !place.on_device; ++b) {      const uint64_t S = o.src_lengths ? o.src_lengths[b] : n_src;
       if (S == 0 || S > n_src)
         fail(Code::invalid_argument,
              "opts->src_lengths[" + std::to_string(b) + "] = " + std::to_string(S) + " is not in [1, n_src]");
@@ -85,7 +91,33 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
     a.src_lengths = o.src_lengths;
     a.tgt_lengths = o.tgt_lengths;
     a.out = out;
-    r.pick(Op::resample, in_elems * esz + out_bytes).resample(a);
+    if (place.on_device)
+      r.device_backend(Op::resample).resample(a);
+    else
+      r.pick(Op::resample, in_elems * esz + out_bytes).resample(a);
+}
+
+}  // namespace
+
+extern "C" {
+
+MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
+                                      uint64_t n_src, uint64_t dim, const void* src_times, const void* tgt_times,
+                                      int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
+                                      void* out) {
+  return cabi::guarded("mnemo_resample", [&] {
+    resample(rt, data, data_dtype, batch, n_src, dim, src_times, tgt_times, time_dtype, n_tgt, opts, out,
+             Placement{});
+  });
+}
+
+MNEMO_API mnemo_status mnemo_resample_device(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
+                                             uint64_t n_src, uint64_t dim, const void* src_times,
+                                             const void* tgt_times, int32_t time_dtype, uint64_t n_tgt,
+                                             const mnemo_resample_options* opts, void* out, void* stream) {
+  return cabi::guarded("mnemo_resample_device", [&] {
+    resample(rt, data, data_dtype, batch, n_src, dim, src_times, tgt_times, time_dtype, n_tgt, opts, out,
+             Placement{true, stream, true});
   });
 }
 
