@@ -1,6 +1,6 @@
-#include "device_args.h"
-
 #include <string>
+
+#include "device_args.h"
 
 namespace mnemo::cuda {
 
@@ -21,8 +21,7 @@ void need_device_memory(const void* p, const char* name, int device) {
   }
 }
 
-void need_finite_on_device(ExecContext& ctx, cudaStream_t st, const void* data, DType t, uint64_t n,
-                           const char* name) {
+void need_finite_on_device(ExecContext& ctx, cudaStream_t st, const void* data, DType t, uint64_t n, const char* name) {
   const uint64_t* w = ctx.check_words(st, 1, [&](unsigned long long* d) { launch_find_non_finite(data, t, n, d, st); });
   if (w[0] != UINT64_MAX)
     fail(Code::non_finite, std::string(name) + "[" + std::to_string(w[0]) + "] is NaN or infinite");
@@ -33,10 +32,8 @@ void check_resample_on_device(ExecContext& ctx, cudaStream_t st, const ResampleR
   if (w[0] != UINT64_MAX) {
     // Lengths are read back for the message only.
     uint64_t s = r.n_src, t = r.n_tgt;
-    if (r.src_lengths)
-      MNEMO_CUDA_CHECK(cudaMemcpy(&s, r.src_lengths + w[0], 8, cudaMemcpyDeviceToHost));
-    if (r.tgt_lengths)
-      MNEMO_CUDA_CHECK(cudaMemcpy(&t, r.tgt_lengths + w[0], 8, cudaMemcpyDeviceToHost));
+    if (r.src_lengths) MNEMO_CUDA_CHECK(cudaMemcpy(&s, r.src_lengths + w[0], 8, cudaMemcpyDeviceToHost));
+    if (r.tgt_lengths) MNEMO_CUDA_CHECK(cudaMemcpy(&t, r.tgt_lengths + w[0], 8, cudaMemcpyDeviceToHost));
     const std::string b = std::to_string(w[0]);
     if (s == 0 || s > r.n_src)
       fail(Code::invalid_argument, "opts->src_lengths[" + b + "] = " + std::to_string(s) + " is not in [1, n_src]");
@@ -59,15 +56,11 @@ void check_resample_on_device(ExecContext& ctx, cudaStream_t st, const ResampleR
   if (best.row == UINT64_MAX) return;
   const std::string row = std::to_string(best.row);
   switch (best.order) {
-    case 0:
-      fail(Code::non_finite, "src_times (valid part)[" + std::to_string(w[2] % r.n_src) + "] is NaN or infinite");
-    case 1:
-      fail(Code::non_finite, "tgt_times (valid part)[" + std::to_string(w[3] % r.n_tgt) + "] is NaN or infinite");
-    case 2:
-      fail(Code::not_sorted, "src_times of row " + row + " decrease at index " + std::to_string(w[1] % r.n_src));
+    case 0: fail(Code::non_finite, "src_times (valid part)[" + std::to_string(w[2] % r.n_src) + "] is NaN or infinite");
+    case 1: fail(Code::non_finite, "tgt_times (valid part)[" + std::to_string(w[3] % r.n_tgt) + "] is NaN or infinite");
+    case 2: fail(Code::not_sorted, "src_times of row " + row + " decrease at index " + std::to_string(w[1] % r.n_src));
     default:
-      fail(Code::non_finite,
-           "data (valid part)[" + std::to_string(w[4] % (r.n_src * r.dim)) + "] is NaN or infinite");
+      fail(Code::non_finite, "data (valid part)[" + std::to_string(w[4] % (r.n_src * r.dim)) + "] is NaN or infinite");
   }
 }
 

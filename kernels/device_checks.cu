@@ -14,7 +14,7 @@ constexpr int kThreads = 256;
 
 unsigned grid_for(uint64_t n) { return static_cast<unsigned>(std::min<uint64_t>((n + kThreads - 1) / kThreads, 8192)); }
 
-#define MNEMO_GRID_STRIDE(i, n)                                                             \
+#define MNEMO_GRID_STRIDE(i, n)                                                            \
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
 
@@ -69,7 +69,8 @@ __global__ void resample_src_times_kernel(ResampleRef r, bool finite, unsigned l
     if (i >= src_len(r, b)) continue;
     const double x = time_at(r.src_times, r.f64_times, e);
     if (finite && !isfinite(x)) atomicMin(result + 2, static_cast<unsigned long long>(e));
-    if (i > 0 && x < time_at(r.src_times, r.f64_times, e - 1)) atomicMin(result + 1, static_cast<unsigned long long>(e));
+    if (i > 0 && x < time_at(r.src_times, r.f64_times, e - 1))
+      atomicMin(result + 1, static_cast<unsigned long long>(e));
   }
 }
 

@@ -47,8 +47,8 @@ struct ExecContext {
     checks_host.reserve(static_cast<size_t>(n) * 8);
     MNEMO_CUDA_CHECK(cudaMemsetAsync(checks.get(), 0xff, static_cast<size_t>(n) * 8, st));
     launch(checks.get<unsigned long long>());
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(checks_host.get(), checks.get(), static_cast<size_t>(n) * 8,
-                                     cudaMemcpyDeviceToHost, st));
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(checks_host.get(), checks.get(), static_cast<size_t>(n) * 8, cudaMemcpyDeviceToHost, st));
     MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
     return checks_host.get<uint64_t>();
   }

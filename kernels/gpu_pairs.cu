@@ -42,8 +42,8 @@ void CudaBackend::score_pairs(const PairsArgs& a) {
   const void *table = a.table.data, *src = a.src, *tgt = a.tgt;
   float* scores = a.scores;
   if (dev) {
-    for (auto [p, name] : {std::pair<const void*, const char*>{table, "table"}, {src, "src"}, {tgt, "tgt"},
-                           {scores, "scores"}})
+    for (auto [p, name] :
+         {std::pair<const void*, const char*>{table, "table"}, {src, "src"}, {tgt, "tgt"}, {scores, "scores"}})
       need_device_memory(p, name, cfg_.device_id);
     ctx->begin_on(st);
     const uint64_t* w = ctx->check_words(st, 2, [&](unsigned long long* d) {

@@ -13,8 +13,10 @@ void CudaBackend::resample(const ResampleArgs& a) {
   auto ctx = pool_.acquire();
   const bool dev = a.place.on_device;
   cudaStream_t st = dev ? static_cast<cudaStream_t>(a.place.stream) : ctx->stream;
-  ResampleRef r{a.data,      a.data_dtype, a.batch,       a.n_src,       a.dim, a.n_tgt, a.src_times,
-                a.tgt_times, a.time_dtype == DType::f64, a.src_lengths, a.tgt_lengths, a.out};
+  ResampleRef r{a.data,        a.data_dtype,  a.batch,
+                a.n_src,       a.dim,         a.n_tgt,
+                a.src_times,   a.tgt_times,   a.time_dtype == DType::f64,
+                a.src_lengths, a.tgt_lengths, a.out};
   if (dev) {
     need_device_memory(a.data, "data", cfg_.device_id);
     need_device_memory(a.src_times, "src_times", cfg_.device_id);

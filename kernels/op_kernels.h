@@ -30,8 +30,8 @@ void launch_pairs_gather(const PairTable& t, const void* src, const void* tgt, b
 // temp from pairs_sort_temp_bytes; n_pairs < 2^32 and n_items <= 2^32.
 size_t pairs_sort_temp_bytes(uint64_t n_pairs, uint64_t n_items);
 void launch_pairs_sort(const void* src, bool u64_index, uint64_t n_pairs, uint64_t n_items, uint32_t* keys_tmp,
-                       uint32_t* perm_tmp, uint32_t* keys_sorted, uint32_t* perm_sorted, void* temp,
-                       size_t temp_bytes, cudaStream_t st);
+                       uint32_t* perm_tmp, uint32_t* keys_sorted, uint32_t* perm_sorted, void* temp, size_t temp_bytes,
+                       cudaStream_t st);
 // Scores pairs in sorted order: each warp keeps its current source row in
 // shared memory and scatters scores to input order through perm.
 // False when a source row does not fit in shared memory (use the gather).

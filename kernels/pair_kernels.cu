@@ -3,9 +3,8 @@
 // loads of each row, f32 accumulation and a shuffle reduction, and lane j
 // keeps pair j's score so the final write is one coalesced store (or one
 // scatter through the sort permutation).
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "op_kernels.h"
 #include "vec_load.cuh"
@@ -222,18 +221,17 @@ void launch_pairs_gather(const PairTable& t, const void* src, const void* tgt, b
 
 size_t pairs_sort_temp_bytes(uint64_t n_pairs, uint64_t n_items) {
   size_t bytes = 0;
-  MNEMO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const uint32_t*>(nullptr),
-                                                   static_cast<uint32_t*>(nullptr),
-                                                   static_cast<const uint32_t*>(nullptr),
-                                                   static_cast<uint32_t*>(nullptr), n_pairs, 0, key_bits(n_items)));
+  MNEMO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+      static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), n_pairs, 0, key_bits(n_items)));
   return bytes;
 }
 
 void launch_pairs_sort(const void* src, bool u64_index, uint64_t n_pairs, uint64_t n_items, uint32_t* keys_tmp,
-                       uint32_t* perm_tmp, uint32_t* keys_sorted, uint32_t* perm_sorted, void* temp,
-                       size_t temp_bytes, cudaStream_t st) {
-  sort_inputs_kernel<<<std::min<uint64_t>((n_pairs + 255) / 256, 4096), 256, 0, st>>>(src, u64_index, n_pairs,
-                                                                                        keys_tmp, perm_tmp);
+                       uint32_t* perm_tmp, uint32_t* keys_sorted, uint32_t* perm_sorted, void* temp, size_t temp_bytes,
+                       cudaStream_t st) {
+  sort_inputs_kernel<<<std::min<uint64_t>((n_pairs + 255) / 256, 4096), 256, 0, st>>>(src, u64_index, n_pairs, keys_tmp,
+                                                                                      perm_tmp);
   MNEMO_CUDA_LAUNCHED("sort_inputs_kernel");
   // Only the bits an index below n_items can use are sorted (fewer passes).
   MNEMO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_tmp, keys_sorted, perm_tmp, perm_sorted,

@@ -30,7 +30,6 @@ uint64_t check_rows(Runtime& r, const void* in, void* out, int32_t dtype, uint64
   return bytes;
 }
 
-
 void normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows, uint64_t dim,
                     const Placement& place) {
   Runtime& r = cabi::runtime_of(rt);
@@ -81,8 +80,9 @@ MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, v
 
 MNEMO_API mnemo_status mnemo_normalize_rows_device(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
                                                    uint64_t rows, uint64_t dim, void* stream) {
-  return cabi::guarded("mnemo_normalize_rows_device",
-                       [&] { normalize_rows(rt, in, out, dtype, rows, dim, Placement{true, stream, true}); });
+  return cabi::guarded("mnemo_normalize_rows_device", [&] {
+    normalize_rows(rt, in, out, dtype, rows, dim, Placement{true, stream, true});
+  });
 }
 
 MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
