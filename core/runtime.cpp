@@ -35,7 +35,11 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
     if (!gpu_) fail(code, why);
     reason_ = "CUDA backend requested";
   } else if (gpu_) {
-    reason_ = "AUTO: GPU available; work under " + std::to_string(kAutoGpuMinBytes) + " bytes runs on the CPU";
+    reason_ = "AUTO: GPU available; searches and similarity under " + std::to_string(kAutoGpuMinBytes) +
+              " bytes run on the CPU";
+    reason_ += "; pairs of host buffers from " + std::to_string(kAutoGpuMinBytesPairs) +
+               " bytes of rows on the GPU; resampling and normalisation of host buffers on the CPU (their _device "
+               "calls on the GPU)";
   }
   if (gpu_) {
     std::string cpu_ops;

@@ -111,6 +111,16 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
         for (int e = 0; e < E; ++e) m += x[i][e] / n;
       s.mean = warp_sum(m);
     }
+    // One refinement step: adds the mean of the residuals. A constant row
+    // then gets its value back exactly (residuals are exact and equal), so
+    // its variance is exactly 0, as the contract's eps = 0 rule needs.
+    float r = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (lane + 32 * i < nvec) r += x[i][e] - s.mean;
+    s.mean += warp_sum(r) / n;
   }
   // Padding lanes hold 0, not mean: mask them out of the deviations.
   float ss = 0.0f;
@@ -155,16 +165,25 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
     const uint64_t v = lane + 32 * i;
     if (v >= nvec) continue;
     T o[E];
+    // gamma and beta of these E elements: 16-byte loads (E is a multiple
+    // of 4 and the arrays are 16-byte aligned), L1-resident across rows.
+    float g[E], b[E];
+#pragma unroll
+    for (int e = 0; e < E; e += 4) {
+      const float4 gv = (kLN && r.gamma) ? __ldg(reinterpret_cast<const float4*>(r.gamma + v * E + e))
+                                         : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+      const float4 bv = (kLN && r.beta) ? __ldg(reinterpret_cast<const float4*>(r.beta + v * E + e))
+                                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      g[e] = gv.x, g[e + 1] = gv.y, g[e + 2] = gv.z, g[e + 3] = gv.w;
+      b[e] = bv.x, b[e + 1] = bv.y, b[e + 2] = bv.z, b[e + 3] = bv.w;
+    }
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const float c = (x[i][e] - s.mean) * s.inv_m * s.rstd;
-      if constexpr (kLN) {
-        const uint64_t d = v * E + e;
-        const float g = r.gamma ? __ldg(r.gamma + d) : 1.0f, b = r.beta ? __ldg(r.beta + d) : 0.0f;
-        o[e] = from_f32<T>(fmaf(c, g, b));
-      } else {
+      if constexpr (kLN)
+        o[e] = from_f32<T>(fmaf(c, g[e], b[e]));
+      else
         o[e] = from_f32<T>(c);
-      }
     }
     *reinterpret_cast<uint4*>(out + v * 16) = *reinterpret_cast<const uint4*>(o);
   }
@@ -191,6 +210,9 @@ __global__ void __launch_bounds__(kBlock) rows_block_kernel(RowsRef r) {
       for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) m += to_f32<T>(in[d]) / n;
       s.mean = block_reduce<false>(m, scratch);
     }
+    float res = 0.0f;  // the refinement step of the warp kernel
+    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) res += to_f32<T>(in[d]) - s.mean;
+    s.mean += block_reduce<false>(res, scratch) / n;
   }
   float ss = 0.0f;
   for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) {

@@ -74,11 +74,8 @@ __global__ void __launch_bounds__(kThreads) resample_kernel(ResampleRef r, uint3
     times = st;
     __syncthreads();
   }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const TT* targets = static_cast<const TT*>(r.tgt_times) + b * r.n_tgt;
-  for (uint32_t tl = warp; tl < per_block; tl += kThreads / 32) {
-    const uint64_t t = t0 + tl;
-    if (t >= r.n_tgt) break;
+  auto record = [&](uint32_t tl, uint64_t t, auto&& search) {
     uint8_t m = kCopy;
     uint64_t a = 0;
     float w = 0.0f;
@@ -89,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) resample_kernel(ResampleRef r, uint3
       if (S == 1 || x >= times[S - 1]) {
         a = S - 1;
       } else if (x >= times[0]) {
-        a = interval_of<TT>(times, S, x, lane);
+        a = search(x);
         TT q = (x - times[a]) / (times[a + 1] - times[a]);
         q = q < TT(0) ? TT(0) : (q > TT(1) ? TT(1) : q);
         w = static_cast<float>(q);
@@ -98,10 +95,34 @@ __global__ void __launch_bounds__(kThreads) resample_kernel(ResampleRef r, uint3
         if (w != 0.0f && w != 1.0f) m = kLerp;
       }
     }
-    if (lane == 0) {
+    return [=] {
       from[tl] = a;
       weight[tl] = w;
       mode[tl] = m;
+    };
+  };
+  if constexpr (kSharedTimes) {
+    // Times in shared memory: one thread per target, a plain binary search
+    // (shared-memory latency is low, so 32 targets per warp at once win).
+    for (uint32_t tl = threadIdx.x; tl < per_block && t0 + tl < r.n_tgt; tl += blockDim.x)
+      record(tl, t0 + tl, [&](TT x) {
+        uint64_t lo = 0, hi = S - 1;  // times[lo] <= x < times[hi]
+        while (hi - lo > 1) {
+          const uint64_t mid = lo + (hi - lo) / 2;
+          if (times[mid] <= x)
+            lo = mid;
+          else
+            hi = mid;
+        }
+        return lo;
+      })();
+  } else {
+    // Times in global memory: a warp per target, 32 pivots per step, so a
+    // search takes log32(S) dependent loads instead of log2(S).
+    const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    for (uint32_t tl = warp; tl < per_block && t0 + tl < r.n_tgt; tl += kThreads / 32) {
+      auto write = record(tl, t0 + tl, [&](TT x) { return interval_of<TT>(times, S, x, lane); });
+      if (lane == 0) write();
     }
   }
   __syncthreads();
@@ -154,10 +175,14 @@ void launch_typed(const ResampleRef& r, cudaStream_t st) {
   const uint64_t per_row = vec ? r.dim * sizeof(T) / 16 : r.dim;
   // About 2048 items per block: enough work per thread, few re-reads of the
   // row's times by the blocks of one row.
-  const uint64_t per_block = std::max<uint64_t>(8, std::min<uint64_t>({r.n_tgt, 256, (2048 + per_row - 1) / per_row}));
-  const size_t plan_bytes = (per_block * 13 + 15) / 16 * 16;
   const size_t times_bytes = r.n_src * sizeof(TT);
   const bool shared = times_bytes <= kTimesSmemMax;
+  uint64_t per_block = std::max<uint64_t>(8, std::min<uint64_t>({r.n_tgt, 256, (2048 + per_row - 1) / per_row}));
+  // Each block copies its row's times to shared memory: give it at least
+  // four times that many items of work.
+  if (shared)
+    per_block = std::max(per_block, std::min<uint64_t>({r.n_tgt, 1024, (4 * r.n_src + per_row - 1) / per_row}));
+  const size_t plan_bytes = (per_block * 13 + 15) / 16 * 16;
   const size_t smem = plan_bytes + (shared ? times_bytes : 0);
   const dim3 grid(static_cast<unsigned>((r.n_tgt + per_block - 1) / per_block), static_cast<unsigned>(r.batch));
   const uint32_t pb = static_cast<uint32_t>(per_block);

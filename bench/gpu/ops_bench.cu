@@ -4,7 +4,9 @@
 // operations on host buffers. The PyTorch peer is torch_ops_peer.py.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "bench_util.cuh"
 #include "cuda_backend.h"
@@ -150,7 +152,18 @@ void bench_resample(ExecContext& ctx, const Floors& f) {
           out[i % copies].get()};
       launch_resample(r, ctx.stream);
     });
-    const double bytes = in_bytes + out_bytes + s.batch * (s.n_src + s.n_tgt) * 4.0;
+    // Floor: the source rows the targets need (found with the kernels' own
+    // f32 arithmetic on these evenly spaced times), the output and times.
+    std::vector<char> used(s.n_src, 0);
+    for (uint64_t j = 0; j < s.n_tgt; ++j) {
+      const float x = static_cast<float>(j) / static_cast<float>(s.n_tgt - 1);
+      uint64_t i = 0;
+      while (i + 1 < s.n_src && static_cast<float>(i + 1) / static_cast<float>(s.n_src - 1) <= x) ++i;
+      used[i] = 1;
+      if (i + 1 < s.n_src) used[i + 1] = 1;
+    }
+    const double rows_read = static_cast<double>(std::count(used.begin(), used.end(), 1));
+    const double bytes = s.batch * rows_read * s.dim * esz + out_bytes + s.batch * (s.n_src + s.n_tgt) * 4.0;
     row(s.name, "mnemo", ms, bytes / (f.read_gbs * 1e9) * 1e3);
   }
 }
@@ -204,6 +217,31 @@ void bench_host_break_even() {
                  static_cast<unsigned long long>(rows), static_cast<unsigned long long>(2 * rows * dim * 4), t[0],
                  t[1]);
     mnemo_free(in), mnemo_free(out);
+  }
+  for (uint64_t batch : {64ull, 512ull, 4096ull}) {
+    const uint64_t S = 512, T = 256, D = 64;
+    float *data = nullptr, *st = nullptr, *tt = nullptr, *out = nullptr;
+    mnemo_alloc(batch * S * D * 4, reinterpret_cast<void**>(&data));
+    mnemo_alloc(batch * S * 4, reinterpret_cast<void**>(&st));
+    mnemo_alloc(batch * T * 4, reinterpret_cast<void**>(&tt));
+    mnemo_alloc(batch * T * D * 4, reinterpret_cast<void**>(&out));
+    for (uint64_t i = 0; i < batch * S * D; ++i) data[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f;
+    for (uint64_t i = 0; i < batch * S; ++i) st[i] = static_cast<float>(i % S) / (S - 1);
+    for (uint64_t i = 0; i < batch * T; ++i) tt[i] = static_cast<float>(i % T) / (T - 1);
+    double ms[2];
+    mnemo_runtime* rts[2] = {cpu, gpu};
+    for (int k = 0; k < 2; ++k)
+      ms[k] = median_call([&] {
+        mnemo_resample(rts[k], data, MNEMO_DTYPE_F32, batch, S, D, st, tt, MNEMO_DTYPE_F32, T, nullptr, out);
+      });
+    std::printf("break-even resample: batch=%-6llu cpu %.4f ms  gpu %.4f ms\n", static_cast<unsigned long long>(batch),
+                ms[0], ms[1]);
+    std::fprintf(g_out,
+                 "{\"workload\": \"break-even resample b x 512 -> 256 x 64 f32 (host call)\", \"impl\": \"cpu vs "
+                 "cuda\", \"batch\": %llu, \"bytes\": %llu, \"cpu_ms\": %.5f, \"gpu_ms\": %.5f}\n",
+                 static_cast<unsigned long long>(batch), static_cast<unsigned long long>(batch * (S + T) * D * 4),
+                 ms[0], ms[1]);
+    mnemo_free(data), mnemo_free(st), mnemo_free(tt), mnemo_free(out);
   }
   for (uint64_t n : {1000ull, 10000ull, 100000ull, 1000000ull}) {
     const uint64_t items = 10000, pdim = 1024;
