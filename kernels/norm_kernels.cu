@@ -120,7 +120,10 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
 #pragma unroll
       for (int e = 0; e < E; ++e)
         if (lane + 32 * i < nvec) r += x[i][e] - s.mean;
-    s.mean += warp_sum(r) / n;
+    // (Rows of huge values can overflow the residual sum: keep the first
+    // mean then.)
+    const float corr = warp_sum(r) / n;
+    if (isfinite(corr)) s.mean += corr;
   }
   // Padding lanes hold 0, not mean: mask them out of the deviations.
   float ss = 0.0f;
@@ -212,7 +215,8 @@ __global__ void __launch_bounds__(kBlock) rows_block_kernel(RowsRef r) {
     }
     float res = 0.0f;  // the refinement step of the warp kernel
     for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) res += to_f32<T>(in[d]) - s.mean;
-    s.mean += block_reduce<false>(res, scratch) / n;
+    const float corr = block_reduce<false>(res, scratch) / n;
+    if (isfinite(corr)) s.mean += corr;
   }
   float ss = 0.0f;
   for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) {
