@@ -43,6 +43,14 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
   return v;
 }
+// Two sums at once: independent shuffle chains overlap their latency.
+__device__ __forceinline__ void warp_sum2(float& a, float& b) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(kFull, a, o);
+    b += __shfl_xor_sync(kFull, b, o);
+  }
+}
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
@@ -94,6 +102,7 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
   }
   const float n = static_cast<float>(r.dim);
   RowScale s;
+  float ss = 0.0f;  // sum of squares about the mean
   if constexpr (kLN) {
     float sum = 0.0f;
 #pragma unroll
@@ -111,30 +120,37 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
         for (int e = 0; e < E; ++e) m += x[i][e] / n;
       s.mean = warp_sum(m);
     }
-    // One refinement step: adds the mean of the residuals. A constant row
-    // then gets its value back exactly (residuals are exact and equal), so
-    // its variance is exactly 0, as the contract's eps = 0 rule needs.
-    float r = 0.0f;
+    // One pass gives both the residual sum (a refinement of the mean: a
+    // constant row then gets its value back exactly, so its variance is
+    // exactly 0 as the eps = 0 rule needs) and the squares about the first
+    // mean, reduced together: sum (x - mean)^2 = q - n corr^2.
+    float res = 0.0f, q = 0.0f;
 #pragma unroll
     for (int i = 0; i < NV; ++i)
 #pragma unroll
       for (int e = 0; e < E; ++e)
-        if (lane + 32 * i < nvec) r += x[i][e] - s.mean;
+        if (lane + 32 * i < nvec) {
+          const float c = x[i][e] - s.mean;
+          res += c;
+          q = fmaf(c, c, q);
+        }
+    warp_sum2(res, q);
+    const float corr = res / n;
     // (Rows of huge values can overflow the residual sum: keep the first
     // mean then.)
-    const float corr = warp_sum(r) / n;
-    if (isfinite(corr)) s.mean += corr;
-  }
-  // Padding lanes hold 0, not mean: mask them out of the deviations.
-  float ss = 0.0f;
-#pragma unroll
-  for (int i = 0; i < NV; ++i)
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const float c = (lane + 32 * i < nvec) ? x[i][e] - s.mean : 0.0f;
-      ss = fmaf(c, c, ss);
+    if (isfinite(corr)) {
+      s.mean += corr;
+      ss = fmaxf(q - n * corr * corr, 0.0f);
+    } else {
+      ss = q;
     }
-  ss = warp_sum(ss);
+  } else {
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+#pragma unroll
+      for (int e = 0; e < E; ++e) ss = fmaf(x[i][e], x[i][e], ss);
+    ss = warp_sum(ss);
+  }
   const float extra = kLN ? r.eps : 0.0f;
   if (outside_d(ss)) {
     float m = 0.0f;
