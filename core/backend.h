@@ -14,7 +14,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 1;
+constexpr int32_t kModuleInterfaceVersion = 2;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -76,6 +76,8 @@ class StoreMirror {
   // Called under the store's write lock after slots [first, first + count)
   // changed or the slot count changed (then first = 0, count = view.slots).
   virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
+  // Device memory this mirror holds, for store statistics; 0 when unknown.
+  virtual uint64_t device_bytes() const { return 0; }
 };
 
 struct SearchArgs {
