@@ -18,8 +18,9 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
+# The mnemo tool on generated data: gen, build, search, eval (examples/demo/run.sh).
 demo: build
-	cd $(BUILD) && ./bin/mnemo_demo
+	sh examples/demo/run.sh $(BUILD)
 
 test-cpp: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
