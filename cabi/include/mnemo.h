@@ -360,7 +360,9 @@ MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store, const char* pa
 /* Opens a store saved by mnemo_store_save on runtime rt.
    Errors: NULL_POINTER, IO (cannot open or read), CORRUPT (bad magic,
    unknown version, checksum mismatch, truncation, inconsistent counts; the
-   message says which), OUT_OF_MEMORY. Nothing is returned on error. */
+   message says which), OUT_OF_MEMORY. Nothing is returned on error. The
+   snapshot of a durable store opens too, without its journal (a copy that
+   lacks the writes made since its last checkpoint). */
 MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mnemo_store** out);
 
 /* Durable stores. A durable store is a snapshot file (the format of
