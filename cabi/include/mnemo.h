@@ -406,8 +406,8 @@ MNEMO_API mnemo_durable_options mnemo_durable_options_default(void);
    (snapshot or journal damaged anywhere but a torn final journal record,
    files that do not belong together; the message says which), OUT_OF_MEMORY.
    Nothing is returned on error. */
-MNEMO_API mnemo_status mnemo_store_open_durable(mnemo_runtime* rt, const char* path,
-                                                const mnemo_durable_options* opts, mnemo_store** out);
+MNEMO_API mnemo_status mnemo_store_open_durable(mnemo_runtime* rt, const char* path, const mnemo_durable_options* opts,
+                                                mnemo_store** out);
 
 /* Durable store: writes a new snapshot of the whole store (temporary file,
    flushed, renamed, folder flushed) and starts an empty journal.
