@@ -137,9 +137,11 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   if (!r.at_end()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
   std::vector<uint64_t> id_list(count);
-  std::memcpy(id_list.data(), ids, id_bytes);
   std::vector<float> bias_list(count);
-  std::memcpy(bias_list.data(), biases, count * 4);
+  if (count > 0) {  // an empty store's vectors are null: memcpy must not see them
+    std::memcpy(id_list.data(), ids, id_bytes);
+    std::memcpy(bias_list.data(), biases, count * 4);
+  }
   std::unordered_set<uint64_t> seen;
   seen.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {

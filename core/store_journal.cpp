@@ -163,7 +163,7 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
       bad(where + " fails its checksum");
     }
     uint64_t expect = 0;
-    if (dtype < 0 || dtype > 3 || !payload_size(shape, op, count, static_cast<DType>(dtype), expect) ||
+    if (count == 0 || dtype < 0 || dtype > 3 || !payload_size(shape, op, count, static_cast<DType>(dtype), expect) ||
         expect != payload)
       bad(where + " has an inconsistent op, dtype or size");
     if (seq != j->last_seq_ + 1)
