@@ -89,6 +89,8 @@ class StoreMirror {
   // Called under the store's write lock after slots [first, first + count)
   // changed or the slot count changed (then first = 0, count = view.slots).
   virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
+  // Device memory this mirror holds, for store statistics; 0 when unknown.
+  virtual uint64_t device_bytes() const { return 0; }
 };
 
 struct SearchArgs {

@@ -35,8 +35,9 @@
  * Exceptions. No C++ exception, abort or print ever leaves a mnemo function.
  * Threading.  mnemo_last_error() is per thread. A runtime may be used from
  *             many threads at once. A store may be searched from many threads
- *             at once; writes (add, remove, set_bias) are exclusive and are
- *             serialised by the store itself. A runtime must outlive its stores.
+ *             at once; writes (add, remove, set_bias, checkpoint) are
+ *             exclusive and are serialised by the store itself. A runtime
+ *             must outlive its stores.
  *
  * Numerical contract (identical on every backend), against a float64
  * reference computed over the same stored (rounded) values, dim <= 4096:
@@ -359,8 +360,79 @@ MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store, const char* pa
 /* Opens a store saved by mnemo_store_save on runtime rt.
    Errors: NULL_POINTER, IO (cannot open or read), CORRUPT (bad magic,
    unknown version, checksum mismatch, truncation, inconsistent counts; the
-   message says which), OUT_OF_MEMORY. Nothing is returned on error. */
+   message says which), OUT_OF_MEMORY. Nothing is returned on error. The
+   snapshot of a durable store opens too, without its journal (a copy that
+   lacks the writes made since its last checkpoint). */
 MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mnemo_store** out);
+
+/* Durable stores. A durable store is a snapshot file (the format of
+   mnemo_store_save) plus an append-only journal beside it. Every add, remove
+   and set_bias is appended to the journal, with its own checksum and sequence
+   number, before the call returns; with MNEMO_SYNC_EACH_WRITE the record is
+   on disk (fdatasync) by then, so every acknowledged write survives a crash
+   of the process or the machine. mnemo_store_checkpoint writes a new snapshot
+   and empties the journal; the snapshot records the last write it holds, so a
+   crash at any point of a checkpoint neither loses nor repeats a write.
+   Opening replays the journal records after the snapshot and ignores a torn
+   final record (a write cut short by the crash, never acknowledged). A
+   journal is used by one process at a time (a file lock). */
+enum mnemo_sync_policy {
+  MNEMO_SYNC_EACH_WRITE = 0, /* fdatasync before each write returns (default) */
+  MNEMO_SYNC_OS = 1          /* written at once, flushed by the OS: survives a
+                                crash of the process, not of the machine */
+};
+
+/* Options of mnemo_store_open_durable. Initialise with
+   mnemo_durable_options_default(); the struct only ever grows at the end. */
+typedef struct mnemo_durable_options {
+  uint32_t struct_size;     /* sizeof(mnemo_durable_options) */
+  int32_t sync;             /* enum mnemo_sync_policy; default EACH_WRITE */
+  const char* journal_path; /* NULL (default): the snapshot path + ".journal" */
+  /* The shape of a new store, created when no snapshot exists at the path.
+     dim = 0 (default): the store must exist. When a store exists and dim is
+     not 0, its shape must match (else MNEMO_E_SHAPE). */
+  uint64_t dim;
+  int32_t dtype;  /* default F32 */
+  int32_t metric; /* default COSINE */
+} mnemo_durable_options;
+
+MNEMO_API mnemo_durable_options mnemo_durable_options_default(void);
+
+/* Opens (or, with opts->dim set, creates) the durable store whose snapshot is
+   at `path`. opts may be NULL only for an existing store.
+   Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size, sync, dim > 65536,
+   metric), DTYPE, SHAPE, IO (no store and no dim; a file cannot be read,
+   written or locked: the journal is open in another process), CORRUPT
+   (snapshot or journal damaged anywhere but a torn final journal record,
+   files that do not belong together; the message says which), OUT_OF_MEMORY.
+   Nothing is returned on error. */
+MNEMO_API mnemo_status mnemo_store_open_durable(mnemo_runtime* rt, const char* path, const mnemo_durable_options* opts,
+                                                mnemo_store** out);
+
+/* Durable store: writes a new snapshot of the whole store (temporary file,
+   flushed, renamed, folder flushed) and starts an empty journal.
+   Errors: NULL_POINTER, UNSUPPORTED (not a durable store), IO.
+   Thread safety: exclusive, like a write. */
+MNEMO_API mnemo_status mnemo_store_checkpoint(mnemo_store* store);
+
+/* What a store holds. The caller sets struct_size first; a larger struct
+   from a newer header is accepted and only the known prefix is written. */
+typedef struct mnemo_store_statistics {
+  uint32_t struct_size;     /* sizeof(mnemo_store_statistics), set by the caller */
+  uint32_t durable;         /* 1 for a store opened by mnemo_store_open_durable */
+  uint64_t vectors;         /* live vectors (mnemo_store_count) */
+  uint64_t tombstones;      /* removed slots not yet compacted away */
+  uint64_t slots;           /* mnemo_store_slot_count */
+  uint64_t host_bytes;      /* host memory of vectors, norms, biases, id index */
+  uint64_t device_bytes;    /* device memory of the GPU copy; 0 without one */
+  uint64_t journal_records; /* writes journaled since the last snapshot */
+  uint64_t journal_bytes;   /* size of the journal file */
+  uint64_t sequence;        /* number of the last journaled write */
+} mnemo_store_statistics;
+
+/* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
+   Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_statistics* out);
 
 /* ------------------------------------------------------------------------ */
 /* Pair scoring                                                              */
