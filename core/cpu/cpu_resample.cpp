@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cpu_backend.h"
+#include "simd_kernels.h"
 
 namespace mnemo::cpu {
 
@@ -69,6 +70,8 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
       std::memcpy(dst, pa, D * esz);
     } else if (w == 1.0f) {
       std::memcpy(dst, pb, D * esz);
+    } else if (a.data_dtype == DType::f32) {
+      simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D);
     } else {
       for (uint64_t d = 0; d < D; ++d) {
         const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);
