@@ -5,6 +5,8 @@
 // rows into the table, the ratios and the plot.
 //
 // Usage: mnemo_cpu_bench OUT_JSONL [threads=2] [reps=9]
+// MNEMO_BENCH_PYTHON names the interpreter for the numpy peer
+// (default /usr/bin/python3, Debian's, which has python3-numpy).
 #include <cblas.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexScalarQuantizer.h>
@@ -320,6 +322,30 @@ void bench_norm(Ctx& c) {
       c.floor_ms(bytes), "GB/s", bytes);
 }
 
+// Runs the numpy peer with the same thread count and copies its rows in.
+void run_numpy_peer(const std::string& out_path) {
+  const char* py = std::getenv("MNEMO_BENCH_PYTHON");
+  const std::string peer_out = out_path + ".numpy";
+  const std::string cmd = "OPENBLAS_NUM_THREADS=" + std::to_string(g_threads) +
+                          " OMP_NUM_THREADS=" + std::to_string(g_threads) + " " + (py ? py : "/usr/bin/python3") +
+                          " " MNEMO_BENCH_CPU_DIR "/numpy_peer.py " + peer_out + " " + std::to_string(g_reps);
+  std::printf("numpy peer: %s\n", cmd.c_str());
+  std::fflush(stdout);
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "numpy peer failed\n");
+    std::exit(1);
+  }
+  FILE* f = std::fopen(peer_out.c_str(), "r");
+  if (!f) {
+    std::perror(peer_out.c_str());
+    std::exit(1);
+  }
+  char line[4096];
+  while (std::fgets(line, sizeof(line), f)) std::fputs(line, g_out);
+  std::fclose(f);
+  std::remove(peer_out.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -345,6 +371,7 @@ int main(int argc, char** argv) {
   std::fprintf(g_out, "{\"workload\": \"floors\", \"read_gbs\": %.2f, \"threads\": %d, \"device\": \"%s\"}\n",
                c.read_gbs, g_threads, info.device_name);
   std::printf("  floor: read bandwidth %.2f GB/s (%d threads)\n", c.read_gbs, g_threads);
+  run_numpy_peer(argv[1]);
   bench_recall(c);
   bench_pairs(c);
   bench_resample(c);
