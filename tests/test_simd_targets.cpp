@@ -219,6 +219,73 @@ TEST_P(SimdTarget, NormalisationAndResamplingMatchReference) {
   }
 }
 
+// Outputs of 64 MiB and more are written with non-temporal stores after a
+// scalar head that aligns them: odd dims and an output 16 bytes past a
+// 64-byte boundary put every row at a different alignment.
+TEST_P(SimdTarget, LargeOutputsMatchReference) {
+  const int64_t target = GetParam();
+  ForcedTarget forced(target);
+  auto rng = mt::rng_for_test();
+  mt::RuntimePtr rt = cpu_runtime("8", 2);
+  const size_t rows = 22000, dim = 769, n = rows * dim;  // 67.7 MB
+  Buf<float> in(n), out(n + 16);
+  for (size_t i = 0; i < n; ++i) in[i] = mt::rand_nonzero(rng);
+  float* o = out.data() + 4;  // 16 bytes past the 64-byte aligned base
+  Buf<float> gamma(dim), beta(dim);
+  for (size_t j = 0; j < dim; ++j) {
+    gamma[j] = 2.0f * mt::rand_nonzero(rng);
+    beta[j] = mt::rand_nonzero(rng);
+  }
+  size_t bad = 0;
+  for (const bool layer : {false, true}) {
+    mt::poison_f32(o, n);
+    if (layer)
+      ASSERT_OK(mnemo_layer_norm(rt.get(), in.data(), o, MNEMO_DTYPE_F32, rows, dim, gamma.data(), beta.data(), 1e-5f));
+    else
+      ASSERT_OK(mnemo_normalize_rows(rt.get(), in.data(), o, MNEMO_DTYPE_F32, rows, dim));
+    // Every row is written; the reference is checked on a sample of rows.
+    for (size_t i = 0; i < n; ++i)
+      if (std::isnan(o[i]) && bad++ < 3) ADD_FAILURE() << "element " << i << " not written";
+    for (size_t r = 0; r < rows; r += 97) {
+      const std::vector<double> x(in.data() + r * dim, in.data() + (r + 1) * dim);
+      std::vector<double> tol;
+      const std::vector<double> want =
+          layer ? ref::layer_norm(x, 1, dim, gamma.data(), beta.data(), 1e-5, MNEMO_DTYPE_F32, &tol)
+                : ref::normalize_rows(x, 1, dim);
+      for (size_t j = 0; j < dim; ++j) {
+        const double t = layer ? tol[j] : 1e-5 * std::fabs(want[j]) + 1e-9;
+        if (!(std::fabs(o[r * dim + j] - want[j]) <= t) && bad++ < 3)
+          ADD_FAILURE() << (layer ? "layer_norm" : "normalize") << " row " << r << " [" << j << "] " << o[r * dim + j]
+                        << ", reference " << want[j];
+      }
+    }
+  }
+  // Resampling to a 64 MiB output: 2 rows of 3 samples at 1 time each.
+  const size_t B = 2, S = 3, T = 11000, D = 769;
+  Buf<float> data(B * S * D), st(B * S), tt(B * T);
+  for (size_t i = 0; i < B * S * D; ++i) data[i] = mt::rand_nonzero(rng);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t i = 0; i < S; ++i) st[b * S + i] = static_cast<float>(i);
+    for (size_t j = 0; j < T; ++j) tt[b * T + j] = 1.0f + mt::rand_nonzero(rng) * 0.999f;
+  }
+  mt::poison_f32(o, B * T * D);
+  ASSERT_OK(mnemo_resample(rt.get(), data.data(), MNEMO_DTYPE_F32, B, S, D, st.data(), tt.data(), MNEMO_DTYPE_F32, T,
+                           nullptr, o));
+  for (size_t b = 0; b < B; ++b)
+    for (size_t j = 0; j < T; ++j) {
+      const double t = tt[b * T + j];
+      const size_t i = t < 1.0 ? 0 : 1;
+      const double w = t - static_cast<double>(i);
+      for (size_t d = 0; d < D; ++d) {
+        const double a = data[(b * S + i) * D + d], c = data[(b * S + i + 1) * D + d], v = a + w * (c - a);
+        const double g = o[(b * T + j) * D + d];
+        if (!(std::fabs(g - v) <= ref::interp_tol(MNEMO_DTYPE_F32, a, c, v)) && bad++ < 3)
+          ADD_FAILURE() << "resample " << b << "," << j << "," << d << ": " << g << ", reference " << v;
+      }
+    }
+  EXPECT_EQ(bad, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, SimdTarget, ::testing::ValuesIn(targets()),
                          [](const ::testing::TestParamInfo<int64_t>& i) {
                            return std::string(hwy::TargetName(i.param));

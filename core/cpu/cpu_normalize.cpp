@@ -15,9 +15,10 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
   if (a.dtype == DType::f32) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
+    const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
 #pragma omp parallel for schedule(static) num_threads(threads())
     for (int64_t r = 0; r < rows; ++r)
-      simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim);
+      simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim, stream);
     return;
   }
 #pragma omp parallel for schedule(static) num_threads(threads())
@@ -41,10 +42,11 @@ void CpuBackend::layer_norm(const NormArgs& a) {
   if (a.dtype == DType::f32) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
+    const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
 #pragma omp parallel for schedule(static) num_threads(threads())
     for (int64_t r = 0; r < rows; ++r)
       simd::layer_norm_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
-                           a.gamma, a.beta, a.eps);
+                           a.gamma, a.beta, a.eps, stream);
     return;
   }
 #pragma omp parallel for schedule(static) num_threads(threads())

@@ -38,6 +38,7 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
   const T* st = static_cast<const T*>(a.src_times);
   const T* tt = static_cast<const T*>(a.tgt_times);
   const int64_t total = static_cast<int64_t>(a.batch * a.n_tgt);
+  const bool stream = a.batch * a.n_tgt * D * esz >= simd::kStreamMinBytes;
 #pragma omp parallel for schedule(static) num_threads(be.threads())
   for (int64_t bt = 0; bt < total; ++bt) {
     const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
@@ -71,7 +72,8 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
     } else if (w == 1.0f) {
       std::memcpy(dst, pb, D * esz);
     } else if (a.data_dtype == DType::f32) {
-      simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D);
+      simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D,
+                     stream);
     } else {
       for (uint64_t d = 0; d < D; ++d) {
         const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);

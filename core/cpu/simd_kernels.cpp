@@ -10,6 +10,7 @@
 #define HWY_TARGET_INCLUDE "core/cpu/simd_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 //
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "core/cpu/simd_kernels.h"
@@ -242,20 +243,39 @@ HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
   return sum4(df, s[0], s[1], s[2], s[3]) + tail;
 }
 
-void NormalizeF32(const float* in, float* out, uint64_t dim) {
-  const DF df;
+// Writes out[0..dim): vf(i) gives lanes i..i+N, sf(i) one element. With
+// `stream` the vectors go out as non-temporal stores (a large output then
+// skips reading each line before writing it); a scalar head first brings out
+// to vector alignment.
+template <class VFn, class SFn>
+HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SFn sf) {
   const size_t N = hn::Lanes(df);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(out), vb = N * sizeof(float);
+  size_t i = 0;
+  if (stream && addr % sizeof(float) == 0) {
+    const size_t head = ((vb - addr % vb) % vb) / sizeof(float);
+    for (; i < head && i < dim; ++i) out[i] = sf(i);
+    for (; i + N <= dim; i += N) hn::Stream(vf(i), df, out + i);
+    hwy::FlushStream();
+  } else {
+    for (; i + N <= dim; i += N) hn::StoreU(vf(i), df, out + i);
+  }
+  for (; i < dim; ++i) out[i] = sf(i);
+}
+
+void NormalizeF32(const float* in, float* out, uint64_t dim, bool stream) {
+  const DF df;
   const float ss = row_sum<true>(df, in, dim, 0.0f);
   const float inv = ss > 0.0f ? 1.0f / std::sqrt(ss) : 0.0f;
   const VF vi = hn::Set(df, inv);
-  size_t i = 0;
-  for (; i + N <= dim; i += N) hn::StoreU(hn::Mul(hn::LoadU(df, in + i), vi), df, out + i);
-  for (; i < dim; ++i) out[i] = in[i] * inv;
+  write_row(
+      df, out, dim, stream, [&](size_t i) { return hn::Mul(hn::LoadU(df, in + i), vi); },
+      [&](size_t i) { return in[i] * inv; });
 }
 
-void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps) {
+void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+                  bool stream) {
   const DF df;
-  const size_t N = hn::Lanes(df);
   // Shifted by the first element: a constant row gets its mean exactly
   // (and so variance 0 and the output beta).
   const float mean = in[0] + row_sum<false>(df, in, dim, in[0]) / static_cast<float>(dim);
@@ -264,31 +284,32 @@ void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma,
   const float denom = var + eps;
   const float rstd = denom > 0.0f ? 1.0f / std::sqrt(denom) : 0.0f;
   const VF vm = hn::Set(df, mean), vr = hn::Set(df, rstd);
-  size_t i = 0;
-  for (; i + N <= dim; i += N) {
-    VF z = hn::Mul(hn::Sub(hn::LoadU(df, in + i), vm), vr);
-    if (gamma) z = hn::Mul(z, hn::LoadU(df, gamma + i));
-    if (beta) z = hn::Add(z, hn::LoadU(df, beta + i));
-    hn::StoreU(z, df, out + i);
-  }
-  for (; i < dim; ++i) {
-    float z = (in[i] - mean) * rstd;
-    if (gamma) z *= gamma[i];
-    if (beta) z += beta[i];
-    out[i] = z;
-  }
+  write_row(
+      df, out, dim, stream,
+      [&](size_t i) {
+        VF z = hn::Mul(hn::Sub(hn::LoadU(df, in + i), vm), vr);
+        if (gamma) z = hn::Mul(z, hn::LoadU(df, gamma + i));
+        if (beta) z = hn::Add(z, hn::LoadU(df, beta + i));
+        return z;
+      },
+      [&](size_t i) {
+        float z = (in[i] - mean) * rstd;
+        if (gamma) z *= gamma[i];
+        if (beta) z += beta[i];
+        return z;
+      });
 }
 
-void LerpF32(const float* a, const float* b, float w, float* out, uint64_t dim) {
+void LerpF32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
   const DF df;
-  const size_t N = hn::Lanes(df);
   const VF vw = hn::Set(df, w);
-  size_t i = 0;
-  for (; i + N <= dim; i += N) {
-    const VF va = hn::LoadU(df, a + i);
-    hn::StoreU(hn::MulAdd(vw, hn::Sub(hn::LoadU(df, b + i), va), va), df, out + i);
-  }
-  for (; i < dim; ++i) out[i] = std::fma(w, b[i] - a[i], a[i]);
+  write_row(
+      df, out, dim, stream,
+      [&](size_t i) {
+        const VF va = hn::LoadU(df, a + i);
+        return hn::MulAdd(vw, hn::Sub(hn::LoadU(df, b + i), va), va);
+      },
+      [&](size_t i) { return std::fma(w, b[i] - a[i], a[i]); });
 }
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
@@ -321,12 +342,15 @@ float pair_l2sq(const void* a, const void* b, DType t, uint64_t dim) {
 }
 float sumsq(const void* a, DType t, uint64_t dim) { return HWY_DYNAMIC_DISPATCH(SumSq)(a, t, dim); }
 void widen(const void* in, DType t, uint64_t n, float* out) { HWY_DYNAMIC_DISPATCH(Widen)(in, t, n, out); }
-void normalize_f32(const float* in, float* out, uint64_t dim) { HWY_DYNAMIC_DISPATCH(NormalizeF32)(in, out, dim); }
-void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps) {
-  HWY_DYNAMIC_DISPATCH(LayerNormF32)(in, out, dim, gamma, beta, eps);
+void normalize_f32(const float* in, float* out, uint64_t dim, bool stream) {
+  HWY_DYNAMIC_DISPATCH(NormalizeF32)(in, out, dim, stream);
 }
-void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim) {
-  HWY_DYNAMIC_DISPATCH(LerpF32)(a, b, w, out, dim);
+void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+                    bool stream) {
+  HWY_DYNAMIC_DISPATCH(LayerNormF32)(in, out, dim, gamma, beta, eps, stream);
+}
+void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
+  HWY_DYNAMIC_DISPATCH(LerpF32)(a, b, w, out, dim, stream);
 }
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 

@@ -30,13 +30,18 @@ float sumsq(const void* a, DType t, uint64_t dim);
 // n elements of storage type t widened to f32.
 void widen(const void* in, DType t, uint64_t n, float* out);
 
+// Outputs at least this large are written with non-temporal stores: they
+// cannot stay in cache anyway, and streaming skips reading each line first.
+constexpr uint64_t kStreamMinBytes = uint64_t{64} << 20;
+
 // f32 rows: out = in / |in| (zero rows stay zero); LayerNorm with optional
-// gamma/beta. in may equal out.
-void normalize_f32(const float* in, float* out, uint64_t dim);
-void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps);
+// gamma/beta. in may equal out (then stream must be false).
+void normalize_f32(const float* in, float* out, uint64_t dim, bool stream);
+void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+                    bool stream);
 
 // out[d] = fma(w, b[d] - a[d], a[d]) over f32 rows.
-void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim);
+void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream);
 
 // The Highway target the kernels run on now (e.g. "AVX3").
 const char* target_name();
