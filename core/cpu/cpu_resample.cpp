@@ -15,13 +15,13 @@ namespace {
 // times[i] <= t < times[i+1] and the denominator is positive.
 template <class T>
 inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) {
-  uint64_t lo = 0, hi = S - 1;  // times[lo] <= t < times[hi]
-  while (hi - lo > 1) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (times[mid] <= t)
-      lo = mid;
-    else
-      hi = mid;
+  // Branch-free bisection over [0, S-1): the loads do not wait on
+  // mispredicted compares.
+  uint64_t lo = 0, len = S - 1;
+  while (len > 1) {
+    const uint64_t half = len / 2;
+    lo = times[lo + half] <= t ? lo + half : lo;
+    len -= half;
   }
   i = lo;
   T r = (t - times[lo]) / (times[lo + 1] - times[lo]);
