@@ -19,7 +19,6 @@ TARGETS = {
     "normalize 1M x 768 f32": [("pct", 70)],
     "layer_norm 1M x 768 f32": [("pct", 70)],
 }
-SECTION = "## CPU"
 
 
 def short_peer(name):
@@ -103,15 +102,18 @@ def main(run_path, results_path, md_path, png_path, command):
     missed = [v for v in verdicts if not v[1]]
     print(f"targets: {len(verdicts) - len(missed)} met, {len(missed)} missed")
 
+    # The table goes between the markers of the CPU section; the prose
+    # around it is written by hand.
     with open(md_path) as f:
         md = f.read()
-    head = md.split(SECTION)[0] if SECTION in md else md.rstrip() + "\n\n"
-    section = (f"{SECTION}\n\nmnemo's CPU backend (Highway SIMD, OpenMP, OpenBLAS sgemm) against FAISS 1.7.3 (linked "
-               f"into the benchmark) and numpy (run by it), all in one run. Times are medians of >= 7 runs after two "
-               f"warm-ups; ratios are peer time / mnemo time. Made by:\n\n    {command}\n\n{table}\n"
-               f"![CPU ratios](cpu-speedup.png)\n")
+    begin, end = "<!-- cpu-table:begin -->", "<!-- cpu-table:end -->"
+    block = f"{begin}\nMade by `{command}`; load average before the run: {floors.get('load', '?')}.\n\n{table}{end}"
+    if begin in md and end in md:
+        md = md[:md.index(begin)] + block + md[md.index(end) + len(end):]
+    else:
+        md = md.rstrip() + "\n\n" + block + "\n"
     with open(md_path, "w") as f:
-        f.write(head + section)
+        f.write(md)
 
     try:
         import matplotlib
