@@ -210,7 +210,7 @@ void bench_recall(Ctx& c) {
 
     // FAISS flat index on the same (unit) vectors: inner product = cosine.
     omp_set_num_threads(g_threads);
-    openblas_set_num_threads(1);  // FAISS calls sgemm from its own OpenMP threads
+    openblas_set_num_threads(g_threads);  // FAISS relies on a threaded BLAS for query batches
     std::unique_ptr<faiss::IndexFlat> fi;
     if (metric == MNEMO_METRIC_COSINE)
       fi = std::make_unique<faiss::IndexFlatIP>(D);
