@@ -4,8 +4,10 @@ JOBS  ?= $(shell nproc)
 BUILD ?= build
 ASAN  ?= build-asan
 TSAN  ?= build-tsan
+BENCH ?= build-bench
+BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust clean format
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format
 
 all: build
 
@@ -55,8 +57,18 @@ test-rust: build
 test: test-cpp test-asan test-tsan test-rust
 	@echo "make test: all suites passed"
 
+# The CPU benchmark against FAISS and numpy (one run, one table): results in
+# bench/results/cpu-latest.jsonl, the table in docs/benchmarks.md.
+bench:
+	@bash scripts/install-deps.sh bench
+	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON
+	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench
+	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
+	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
+	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"
+
 format:
 	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(BENCH)

@@ -31,6 +31,10 @@ class TopK {
     }
   }
   void merge(const TopK& other);
+  // Whether k hits are held; then worst_key() is the key a candidate must
+  // reach to enter.
+  bool full() const { return heap_.size() >= k_; }
+  float worst_key() const { return heap_.front().key; }
   // Best first; leaves the selector empty.
   std::vector<Hit> take_sorted();
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, when run as root and
 # only those missing. As another user it lists what is missing and stops.
+# With the argument "bench", also what the CPU benchmark needs (its peers and
+# the plot).
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libgtest-dev libxxhash-dev libomp-dev
-      python3 python3-numpy python3-pytest bindgen clang-14 libclang-rt-14-dev binutils)
+      python3 python3-numpy python3-pytest bindgen clang-14 libclang-rt-14-dev binutils
+      libhwy-dev libopenblas-dev)
+if [ "${1:-}" = bench ]; then
+  pkgs+=(libfaiss-dev python3-matplotlib)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,9 +1,11 @@
 // Library information, status names, last error and aligned memory.
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "barrier.h"
 #include "build_info.h"
+#include "core/cpu/simd_kernels.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "mnemo.h"
@@ -48,7 +50,21 @@ MNEMO_API const char* mnemo_version(void) { return MNEMO_BUILD_VERSION; }
 
 MNEMO_API uint32_t mnemo_abi_version(void) { return MNEMO_ABI_VERSION; }
 
-MNEMO_API const char* mnemo_build_info(void) { return MNEMO_BUILD_INFO; }
+namespace {
+// The build text plus the SIMD target chosen at run time on this CPU; built
+// once (without allocating, so nothing can throw here).
+struct BuildInfoText {
+  char text[512];
+  BuildInfoText() noexcept {
+    std::snprintf(text, sizeof(text), "%s (running %s)", MNEMO_BUILD_INFO, mnemo::cpu::simd::target_name());
+  }
+};
+}  // namespace
+
+MNEMO_API const char* mnemo_build_info(void) {
+  static const BuildInfoText info;
+  return info.text;
+}
 
 MNEMO_API mnemo_status mnemo_alloc(uint64_t bytes, void** out) {
   return cabi::guarded("mnemo_alloc", [&] {

@@ -5,9 +5,18 @@
 
 namespace mnemo::cpu {
 
+// Query batches of at least this many queries go to the GEMM search path
+// (measured switch point, docs/benchmarks.md); MNEMO_CPU_GEMM_MIN_QUERIES
+// overrides it when the backend is created.
+constexpr uint64_t kGemmMinQueriesDefault = 8;
+// Stores smaller than this are always streamed.
+constexpr uint64_t kGemmMinSlots = 2048;
+// Below this many slots a search splits queries, not slots, among threads.
+constexpr uint64_t kSplitMinSlots = 16384;
+
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendConfig& cfg) : cfg_(cfg) {}
+  explicit CpuBackend(const BackendConfig& cfg);
   BackendKind kind() const override { return BackendKind::cpu; }
   std::string description() const override;
 
@@ -23,6 +32,7 @@ class CpuBackend final : public Backend {
 
  private:
   BackendConfig cfg_;
+  uint64_t gemm_min_queries_ = kGemmMinQueriesDefault;
 };
 
 }  // namespace mnemo::cpu

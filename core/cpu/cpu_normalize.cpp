@@ -1,14 +1,26 @@
 // Row L2-normalisation and LayerNorm. Each row's statistics are taken before
-// any of it is written, so in-place calls are safe.
+// any of it is written, so in-place calls are safe. f32 rows go through the
+// SIMD kernels (f32 sums, four accumulators); the 16-bit types keep the
+// scalar f64 path.
 #include <cmath>
 
 #include "cpu_backend.h"
+#include "simd_kernels.h"
 
 namespace mnemo::cpu {
 
 void CpuBackend::normalize_rows(const NormArgs& a) {
   const size_t esz = dtype_size(a.dtype);
   const int64_t rows = static_cast<int64_t>(a.rows);
+  if (a.dtype == DType::f32) {
+    const auto* in = static_cast<const float*>(a.in);
+    auto* out = static_cast<float*>(a.out);
+    const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
+#pragma omp parallel for schedule(static) num_threads(threads())
+    for (int64_t r = 0; r < rows; ++r)
+      simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim, stream);
+    return;
+  }
 #pragma omp parallel for schedule(static) num_threads(threads())
   for (int64_t r = 0; r < rows; ++r) {
     const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;
@@ -27,6 +39,16 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
 void CpuBackend::layer_norm(const NormArgs& a) {
   const size_t esz = dtype_size(a.dtype);
   const int64_t rows = static_cast<int64_t>(a.rows);
+  if (a.dtype == DType::f32) {
+    const auto* in = static_cast<const float*>(a.in);
+    auto* out = static_cast<float*>(a.out);
+    const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
+#pragma omp parallel for schedule(static) num_threads(threads())
+    for (int64_t r = 0; r < rows; ++r)
+      simd::layer_norm_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
+                           a.gamma, a.beta, a.eps, stream);
+    return;
+  }
 #pragma omp parallel for schedule(static) num_threads(threads())
   for (int64_t r = 0; r < rows; ++r) {
     const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cpu_backend.h"
+#include "simd_kernels.h"
 
 namespace mnemo::cpu {
 
@@ -14,13 +15,13 @@ namespace {
 // times[i] <= t < times[i+1] and the denominator is positive.
 template <class T>
 inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) {
-  uint64_t lo = 0, hi = S - 1;  // times[lo] <= t < times[hi]
-  while (hi - lo > 1) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (times[mid] <= t)
-      lo = mid;
-    else
-      hi = mid;
+  // Branch-free bisection over [0, S-1): the loads do not wait on
+  // mispredicted compares.
+  uint64_t lo = 0, len = S - 1;
+  while (len > 1) {
+    const uint64_t half = len / 2;
+    lo = times[lo + half] <= t ? lo + half : lo;
+    len -= half;
   }
   i = lo;
   T r = (t - times[lo]) / (times[lo + 1] - times[lo]);
@@ -37,6 +38,7 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
   const T* st = static_cast<const T*>(a.src_times);
   const T* tt = static_cast<const T*>(a.tgt_times);
   const int64_t total = static_cast<int64_t>(a.batch * a.n_tgt);
+  const bool stream = a.batch * a.n_tgt * D * esz >= simd::kStreamMinBytes;
 #pragma omp parallel for schedule(static) num_threads(be.threads())
   for (int64_t bt = 0; bt < total; ++bt) {
     const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
@@ -69,6 +71,9 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
       std::memcpy(dst, pa, D * esz);
     } else if (w == 1.0f) {
       std::memcpy(dst, pb, D * esz);
+    } else if (a.data_dtype == DType::f32) {
+      simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D,
+                     stream);
     } else {
       for (uint64_t d = 0; d < D; ++d) {
         const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);

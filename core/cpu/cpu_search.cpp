@@ -1,65 +1,42 @@
-// Store search: one pass over the slots per query, scores fed straight into a
-// bounded top-k (no score array). Deterministic for any thread count because
-// the (key, id) order is total and ids are unique.
+// Store search. Small query batches stream: each pass over the store scores
+// up to simd::kMaxQueries queries per row and feeds the keys straight into
+// bounded top-k selectors (no score array). Larger batches go to the GEMM
+// path (gemm_search.cpp). Threads take contiguous slot ranges and their
+// selectors are merged in thread order; the (key, id) order is total and ids
+// are unique, so the result does not depend on the thread count.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "../topk.h"
 #include "cpu_backend.h"
 #include "parallel_errors.h"
-#include "row_ops.h"
+#include "search_common.h"
 
 namespace mnemo::cpu {
 
 namespace {
 
-struct QueryScan {
-  const StoreView& s;
-  const SearchArgs& a;
-  size_t row_bytes;
+// Rows scored per kernel call: the scores of a block stay in L1.
+constexpr uint64_t kBlock = 64;
 
-  // Scores slots [lo, hi) for query q into top.
-  template <class E>
-  void run(const float* q, double qnorm, uint64_t lo, uint64_t hi, TopK& top) const {
-    const auto* base = static_cast<const unsigned char*>(s.vectors);
-    for (uint64_t slot = lo; slot < hi; ++slot) {
-      const uint64_t id = s.ids[slot];
-      if (id == kNoId) continue;
-      if (a.allow && !((a.allow[slot >> 6] >> (slot & 63)) & 1u)) continue;
-      const void* row = base + slot * row_bytes;
-      float key;
-      if (s.metric == Metric::l2sq) {
-        float d = static_cast<float>(l2sq_row<E>(q, row, s.dim));
-        if (a.apply_bias) d -= s.biases[slot];
-        key = -d;
-      } else {
-        const double dot = dot_row<E>(q, row, s.dim);
-        float v = static_cast<float>(s.metric == Metric::dot ? dot : cosine_of(dot, qnorm, s.norms[slot]));
-        if (a.apply_bias) v += s.biases[slot];
-        key = v;
-      }
-      top.push(key, id);
+// Scores slots [lo, hi) for queries q[0..m) into tops[0..m).
+void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t lo,
+                uint64_t hi, TopK* tops) {
+  const size_t row_bytes = s.dim * dtype_size(s.dtype);
+  const auto* base = static_cast<const unsigned char*>(s.vectors);
+  const bool l2 = s.metric == Metric::l2sq;
+  float buf[simd::kMaxQueries * kBlock];
+  for (uint64_t b0 = lo; b0 < hi; b0 += kBlock) {
+    const uint64_t n = std::min<uint64_t>(kBlock, hi - b0);
+    simd::score_rows(q, m, base + b0 * row_bytes, s.dtype, s.dim, n, l2, buf);
+    for (uint64_t r = 0; r < n; ++r) {
+      const uint64_t slot = b0 + r;
+      if (!slot_live(s, a, slot)) continue;
+      for (uint64_t j = 0; j < m; ++j) tops[j].push(key_of(s, a, slot, buf[j * n + r], qn[j]), s.ids[slot]);
     }
-  }
-};
-
-void write_row(std::vector<Hit> hits, const SearchArgs& a, uint64_t qi, Metric metric) {
-  uint64_t* ids = a.ids + qi * a.k;
-  float* scores = a.scores + qi * a.k;
-  const uint64_t m = std::min<uint64_t>(hits.size(), a.k);
-  for (uint64_t j = 0; j < m; ++j) {
-    ids[j] = hits[j].id;
-    scores[j] = metric == Metric::l2sq ? -hits[j].key : hits[j].key;
-  }
-  for (uint64_t j = m; j < a.k; ++j) {
-    ids[j] = kNoId;
-    scores[j] = std::numeric_limits<float>::quiet_NaN();
   }
 }
 
@@ -67,51 +44,54 @@ void write_row(std::vector<Hit> hits, const SearchArgs& a, uint64_t qi, Metric m
 
 void CpuBackend::search(const SearchArgs& a) {
   const StoreView& s = *a.store;
-  const QueryScan scan{s, a, s.dim * dtype_size(s.dtype)};
+  if (a.nq >= gemm_min_queries_ && s.slots >= kGemmMinSlots) return gemm_search(a, threads());
   // The selector never needs more room than there are slots.
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
   const int nt = threads();
+  const uint64_t G = simd::kMaxQueries;
+  const uint64_t groups = (a.nq + G - 1) / G;
+  ParallelErrors errors;
 
-  with_elem(s.dtype, [&](auto e) {
-    using E = decltype(e);
-    if (a.nq >= static_cast<uint64_t>(nt) || s.slots < 4096) {
-      // Enough queries to keep every thread busy: one query per thread.
-      const int64_t nq = static_cast<int64_t>(a.nq);
-      ParallelErrors errors;
+  if (s.slots < kSplitMinSlots) {
+    // A small store: each thread takes whole query groups.
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-      for (int64_t qi = 0; qi < nq; ++qi) {
-        errors.run([&] {
-          const float* q = a.queries + static_cast<uint64_t>(qi) * s.dim;
-          TopK top(cap);
-          scan.run<E>(q, norm_f32(q, s.dim), 0, s.slots, top);
-          write_row(top.take_sorted(), a, static_cast<uint64_t>(qi), s.metric);
-        });
-      }
-      errors.rethrow();
-      return;
-    }
-    // Few queries: split the slots among threads, merge the partial top-k.
-    for (uint64_t qi = 0; qi < a.nq; ++qi) {
-      const float* q = a.queries + qi * s.dim;
-      const double qn = norm_f32(q, s.dim);
-      std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
-      ParallelErrors errors;
-#pragma omp parallel num_threads(nt)
+    for (int64_t g = 0; g < static_cast<int64_t>(groups); ++g) {
       errors.run([&] {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-#else
-        const int t = 0, T = 1;
-#endif
-        const uint64_t lo = s.slots * static_cast<uint64_t>(t) / static_cast<uint64_t>(T);
-        const uint64_t hi = s.slots * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(T);
-        scan.run<E>(q, qn, lo, hi, parts[static_cast<size_t>(t)]);
+        const uint64_t q0 = static_cast<uint64_t>(g) * G, m = std::min(G, a.nq - q0);
+        const float* q = a.queries + q0 * s.dim;
+        float qn[simd::kMaxQueries];
+        for (uint64_t j = 0; j < m; ++j) qn[j] = query_norm(q + j * s.dim, s.dim);
+        std::vector<TopK> tops(m, TopK(cap));
+        scan_range(s, a, q, m, qn, 0, s.slots, tops.data());
+        for (uint64_t j = 0; j < m; ++j) write_results(tops[j].take_sorted(), a, q0 + j, s.metric);
       });
-      errors.rethrow();
-      for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
-      write_row(parts[0].take_sorted(), a, qi, s.metric);
     }
-  });
+    errors.rethrow();
+    return;
+  }
+  // A large store: one pass per query group, the slots split among threads.
+  for (uint64_t g = 0; g < groups; ++g) {
+    const uint64_t q0 = g * G, m = std::min(G, a.nq - q0);
+    const float* q = a.queries + q0 * s.dim;
+    float qn[simd::kMaxQueries];
+    for (uint64_t j = 0; j < m; ++j) qn[j] = query_norm(q + j * s.dim, s.dim);
+    std::vector<std::vector<TopK>> parts(static_cast<size_t>(nt), std::vector<TopK>(m, TopK(cap)));
+#pragma omp parallel num_threads(nt)
+    errors.run([&] {
+#ifdef _OPENMP
+      const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
+#else
+      const uint64_t t = 0, T = 1;
+#endif
+      const uint64_t lo = s.slots * t / T, hi = s.slots * (t + 1) / T;
+      scan_range(s, a, q, m, qn, lo, hi, parts[t].data());
+    });
+    errors.rethrow();
+    for (uint64_t j = 0; j < m; ++j) {
+      for (size_t t = 1; t < parts.size(); ++t) parts[0][j].merge(parts[t][j]);
+      write_results(parts[0][j].take_sorted(), a, q0 + j, s.metric);
+    }
+  }
 }
 
 }  // namespace mnemo::cpu

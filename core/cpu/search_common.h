@@ -1,0 +1,59 @@
+// What the streaming and the GEMM search paths share: the score-to-key rule
+// and the writing of one query's results. Both paths compute a row's key
+// with simd::score_rows, so they return identical results.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../backend.h"
+#include "../topk.h"
+#include "simd_kernels.h"
+
+namespace mnemo::cpu {
+
+// The f32 norm of a query, as both paths use it for cosine.
+inline float query_norm(const float* q, uint64_t dim) { return std::sqrt(simd::sumsq(q, DType::f32, dim)); }
+
+// Slot is searchable: live and allowed.
+inline bool slot_live(const StoreView& s, const SearchArgs& a, uint64_t slot) {
+  return s.ids[slot] != kNoId && (!a.allow || ((a.allow[slot >> 6] >> (slot & 63)) & 1u));
+}
+
+// The top-k key of a slot from its raw score (dot product, or squared L2
+// distance): larger is better.
+inline float key_of(const StoreView& s, const SearchArgs& a, uint64_t slot, float raw, float qn) {
+  if (s.metric == Metric::l2sq) {
+    float d = raw;
+    if (a.apply_bias) d -= s.biases[slot];
+    return -d;
+  }
+  float v = raw;
+  if (s.metric == Metric::cosine) {
+    const float xn = s.norms[slot];
+    v = (qn == 0.0f || xn == 0.0f) ? 0.0f : raw / (qn * xn);
+  }
+  if (a.apply_bias) v += s.biases[slot];
+  return v;
+}
+
+inline void write_results(std::vector<Hit> hits, const SearchArgs& a, uint64_t qi, Metric metric) {
+  uint64_t* ids = a.ids + qi * a.k;
+  float* scores = a.scores + qi * a.k;
+  const uint64_t m = std::min<uint64_t>(hits.size(), a.k);
+  for (uint64_t j = 0; j < m; ++j) {
+    ids[j] = hits[j].id;
+    scores[j] = metric == Metric::l2sq ? -hits[j].key : hits[j].key;
+  }
+  for (uint64_t j = m; j < a.k; ++j) {
+    ids[j] = kNoId;
+    scores[j] = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+// The GEMM path (gemm_search.cpp): sgemm tiles, candidates re-scored.
+void gemm_search(const SearchArgs& a, int threads);
+
+}  // namespace mnemo::cpu

@@ -1,0 +1,358 @@
+// Highway kernels behind simd_kernels.h, compiled once per SIMD target and
+// dispatched at run time. The 16-bit storage types are widened to f32 on
+// load (F16C / a shift for bf16) and multiplied against the f32 query in
+// f32: the native bf16/f16 dot instructions would round the query to 16
+// bits, which EXACT mode does not allow (Highway 1.0.3 offers neither).
+#include <cmath>
+#include <cstring>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/cpu/simd_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+//
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "core/cpu/simd_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mnemo::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Loads lanes i.. of a row as f32, for each storage type.
+struct LoadF32 {
+  using T = float;
+  static HWY_INLINE VF load(DF df, const T* p) { return hn::LoadU(df, p); }
+};
+struct LoadF16 {
+  using T = hwy::float16_t;
+  static HWY_INLINE VF load(DF df, const T* p) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p)); }
+};
+struct LoadBF16 {
+  using T = hwy::bfloat16_t;
+  static HWY_INLINE VF load(DF df, const T* p) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p)); }
+};
+
+// The last dim % lanes elements, zero-padded to a full vector.
+template <class L>
+HWY_INLINE VF load_tail(DF df, const typename L::T* p, size_t rem) {
+  HWY_ALIGN typename L::T buf[hn::MaxLanes(DF())];
+  std::memset(buf, 0, sizeof(buf));
+  std::memcpy(buf, p, rem * sizeof(typename L::T));
+  return L::load(df, buf);
+}
+HWY_INLINE VF load_q_tail(DF df, const float* p, size_t rem) { return load_tail<LoadF32>(df, p, rem); }
+
+HWY_INLINE float sum4(DF df, VF a0, VF a1, VF a2, VF a3) {
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// Scores of M queries against one row; element i goes to accumulator
+// (i / lanes) % 4 whatever M is, so a query's score does not depend on the
+// others it is batched with.
+template <class L, size_t M, bool kL2>
+HWY_INLINE void score_one_row(DF df, const float* const* q, const typename L::T* x, size_t dim, float* out) {
+  const size_t N = hn::Lanes(df);
+  VF acc[M][4];
+  for (size_t j = 0; j < M; ++j)
+    for (size_t a = 0; a < 4; ++a) acc[j][a] = hn::Zero(df);
+  auto step = [&](size_t a, VF xv, auto qload) {
+    for (size_t j = 0; j < M; ++j) {
+      const VF qv = qload(j);
+      if (kL2) {
+        const VF d = hn::Sub(qv, xv);
+        acc[j][a] = hn::MulAdd(d, d, acc[j][a]);
+      } else {
+        acc[j][a] = hn::MulAdd(qv, xv, acc[j][a]);
+      }
+    }
+  };
+  size_t i = 0;
+  for (; i + 4 * N <= dim; i += 4 * N) {
+    for (size_t a = 0; a < 4; ++a) {
+      const size_t o = i + a * N;
+      step(a, L::load(df, x + o), [&](size_t j) { return hn::LoadU(df, q[j] + o); });
+    }
+  }
+  size_t a = 0;
+  for (; i + N <= dim; i += N, ++a) {
+    step(a, L::load(df, x + i), [&](size_t j) { return hn::LoadU(df, q[j] + i); });
+  }
+  if (i < dim) {
+    const size_t rem = dim - i;
+    step(a, load_tail<L>(df, x + i, rem), [&](size_t j) { return load_q_tail(df, q[j] + i, rem); });
+  }
+  for (size_t j = 0; j < M; ++j) out[j] = sum4(df, acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+}
+
+template <class L, size_t M, bool kL2>
+void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n, size_t ld, float* out) {
+  const DF df;
+  const auto* x = static_cast<const typename L::T*>(rows);
+  float s[M];
+  for (size_t r = 0; r < n; ++r) {
+    score_one_row<L, M, kL2>(df, q, x + r * dim, dim, s);
+    for (size_t j = 0; j < M; ++j) out[j * ld + r] = s[j];
+  }
+}
+
+template <class L, bool kL2>
+void score_rows_l(const float* queries, size_t m, const void* rows, size_t dim, size_t n, float* out) {
+  // Two queries per pass keep 8 accumulators in registers on 16-register
+  // targets; AVX-512 has room for four.
+  constexpr size_t kGroup = HWY_MAX_BYTES >= 64 ? 4 : 2;
+  for (size_t j0 = 0; j0 < m;) {
+    const float* q[4];
+    const size_t g = m - j0 >= kGroup ? kGroup : (m - j0 >= 2 ? 2 : 1);
+    for (size_t j = 0; j < g; ++j) q[j] = queries + (j0 + j) * dim;
+    float* o = out + j0 * n;
+    if (g == 4)
+      score_rows_t<L, 4, kL2>(q, rows, dim, n, n, o);
+    else if (g == 2)
+      score_rows_t<L, 2, kL2>(q, rows, dim, n, n, o);
+    else
+      score_rows_t<L, 1, kL2>(q, rows, dim, n, n, o);
+    j0 += g;
+  }
+}
+
+void ScoreRows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
+               float* out) {
+  switch (t) {
+    case DType::f16:
+      return l2 ? score_rows_l<LoadF16, true>(queries, m, rows, dim, n, out)
+                : score_rows_l<LoadF16, false>(queries, m, rows, dim, n, out);
+    case DType::bf16:
+      return l2 ? score_rows_l<LoadBF16, true>(queries, m, rows, dim, n, out)
+                : score_rows_l<LoadBF16, false>(queries, m, rows, dim, n, out);
+    default:
+      return l2 ? score_rows_l<LoadF32, true>(queries, m, rows, dim, n, out)
+                : score_rows_l<LoadF32, false>(queries, m, rows, dim, n, out);
+  }
+}
+
+// dot(a, b) and |b|^2, or |a - b|^2, or |a|^2 over two storage rows.
+enum class PairKind { dot_bnorm, l2, sumsq };
+
+template <class L, PairKind K>
+void pair_t(const void* pa, const void* pb, size_t dim, float* r0, float* r1) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto* a = static_cast<const typename L::T*>(pa);
+  const auto* b = static_cast<const typename L::T*>(pb);
+  VF s[4], t[4];
+  for (size_t k = 0; k < 4; ++k) s[k] = t[k] = hn::Zero(df);
+  auto step = [&](size_t k, VF av, VF bv) {
+    if (K == PairKind::dot_bnorm) {
+      s[k] = hn::MulAdd(av, bv, s[k]);
+      t[k] = hn::MulAdd(bv, bv, t[k]);
+    } else if (K == PairKind::l2) {
+      const VF d = hn::Sub(av, bv);
+      s[k] = hn::MulAdd(d, d, s[k]);
+    } else {
+      s[k] = hn::MulAdd(av, av, s[k]);
+    }
+  };
+  size_t i = 0;
+  for (; i + 4 * N <= dim; i += 4 * N)
+    for (size_t k = 0; k < 4; ++k) {
+      const size_t o = i + k * N;
+      step(k, L::load(df, a + o), K == PairKind::sumsq ? hn::Zero(df) : L::load(df, b + o));
+    }
+  size_t k = 0;
+  for (; i + N <= dim; i += N, ++k)
+    step(k, L::load(df, a + i), K == PairKind::sumsq ? hn::Zero(df) : L::load(df, b + i));
+  if (i < dim) {
+    const size_t rem = dim - i;
+    step(k, load_tail<L>(df, a + i, rem), K == PairKind::sumsq ? hn::Zero(df) : load_tail<L>(df, b + i, rem));
+  }
+  *r0 = sum4(df, s[0], s[1], s[2], s[3]);
+  if (K == PairKind::dot_bnorm) *r1 = sum4(df, t[0], t[1], t[2], t[3]);
+}
+
+template <PairKind K>
+void pair_d(const void* a, const void* b, DType t, size_t dim, float* r0, float* r1) {
+  switch (t) {
+    case DType::f16: return pair_t<LoadF16, K>(a, b, dim, r0, r1);
+    case DType::bf16: return pair_t<LoadBF16, K>(a, b, dim, r0, r1);
+    default: return pair_t<LoadF32, K>(a, b, dim, r0, r1);
+  }
+}
+
+void PairDot(const void* a, const void* b, DType t, uint64_t dim, float* dot, float* b_sumsq) {
+  pair_d<PairKind::dot_bnorm>(a, b, t, dim, dot, b_sumsq);
+}
+float PairL2sq(const void* a, const void* b, DType t, uint64_t dim) {
+  float r = 0.0f;
+  pair_d<PairKind::l2>(a, b, t, dim, &r, nullptr);
+  return r;
+}
+float SumSq(const void* a, DType t, uint64_t dim) {
+  float r = 0.0f;
+  pair_d<PairKind::sumsq>(a, a, t, dim, &r, nullptr);
+  return r;
+}
+
+template <class L>
+void widen_t(const void* in, size_t n, float* out) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const auto* p = static_cast<const typename L::T*>(in);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(L::load(df, p + i), df, out + i);
+  if (i < n) {
+    HWY_ALIGN float buf[hn::MaxLanes(DF())];
+    hn::Store(load_tail<L>(df, p + i, n - i), df, buf);
+    std::memcpy(out + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+void Widen(const void* in, DType t, uint64_t n, float* out) {
+  switch (t) {
+    case DType::f16: return widen_t<LoadF16>(in, n, out);
+    case DType::bf16: return widen_t<LoadBF16>(in, n, out);
+    default: return widen_t<LoadF32>(in, n, out);
+  }
+}
+
+// Sum of x - c (or of (x - c)^2 when kSq) over a f32 row, four accumulators.
+template <bool kSq>
+HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
+  const size_t N = hn::Lanes(df);
+  const VF vc = hn::Set(df, c);
+  VF s[4];
+  for (size_t k = 0; k < 4; ++k) s[k] = hn::Zero(df);
+  auto step = [&](size_t k, VF v) {
+    if (kSq) {
+      const VF d = hn::Sub(v, vc);
+      s[k] = hn::MulAdd(d, d, s[k]);
+    } else {
+      s[k] = hn::Add(s[k], hn::Sub(v, vc));
+    }
+  };
+  size_t i = 0;
+  for (; i + 4 * N <= dim; i += 4 * N)
+    for (size_t k = 0; k < 4; ++k) step(k, hn::LoadU(df, x + i + k * N));
+  size_t k = 0;
+  for (; i + N <= dim; i += N, ++k) step(k, hn::LoadU(df, x + i));
+  float tail = 0.0f;
+  for (; i < dim; ++i) tail += kSq ? (x[i] - c) * (x[i] - c) : x[i] - c;
+  return sum4(df, s[0], s[1], s[2], s[3]) + tail;
+}
+
+// Writes out[0..dim): vf(i) gives lanes i..i+N, sf(i) one element. With
+// `stream` the vectors go out as non-temporal stores (a large output then
+// skips reading each line before writing it); a scalar head first brings out
+// to vector alignment.
+template <class VFn, class SFn>
+HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SFn sf) {
+  const size_t N = hn::Lanes(df);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(out), vb = N * sizeof(float);
+  size_t i = 0;
+  if (stream && addr % sizeof(float) == 0) {
+    const size_t head = ((vb - addr % vb) % vb) / sizeof(float);
+    for (; i < head && i < dim; ++i) out[i] = sf(i);
+    for (; i + N <= dim; i += N) hn::Stream(vf(i), df, out + i);
+    hwy::FlushStream();
+  } else {
+    for (; i + N <= dim; i += N) hn::StoreU(vf(i), df, out + i);
+  }
+  for (; i < dim; ++i) out[i] = sf(i);
+}
+
+void NormalizeF32(const float* in, float* out, uint64_t dim, bool stream) {
+  const DF df;
+  const float ss = row_sum<true>(df, in, dim, 0.0f);
+  const float inv = ss > 0.0f ? 1.0f / std::sqrt(ss) : 0.0f;
+  const VF vi = hn::Set(df, inv);
+  write_row(
+      df, out, dim, stream, [&](size_t i) { return hn::Mul(hn::LoadU(df, in + i), vi); },
+      [&](size_t i) { return in[i] * inv; });
+}
+
+void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+                  bool stream) {
+  const DF df;
+  // Shifted by the first element: a constant row gets its mean exactly
+  // (and so variance 0 and the output beta).
+  const float mean = in[0] + row_sum<false>(df, in, dim, in[0]) / static_cast<float>(dim);
+  // Centred second pass: no cancellation between E[x^2] and mean^2.
+  const float var = row_sum<true>(df, in, dim, mean) / static_cast<float>(dim);
+  const float denom = var + eps;
+  const float rstd = denom > 0.0f ? 1.0f / std::sqrt(denom) : 0.0f;
+  const VF vm = hn::Set(df, mean), vr = hn::Set(df, rstd);
+  write_row(
+      df, out, dim, stream,
+      [&](size_t i) {
+        VF z = hn::Mul(hn::Sub(hn::LoadU(df, in + i), vm), vr);
+        if (gamma) z = hn::Mul(z, hn::LoadU(df, gamma + i));
+        if (beta) z = hn::Add(z, hn::LoadU(df, beta + i));
+        return z;
+      },
+      [&](size_t i) {
+        float z = (in[i] - mean) * rstd;
+        if (gamma) z *= gamma[i];
+        if (beta) z += beta[i];
+        return z;
+      });
+}
+
+void LerpF32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
+  const DF df;
+  const VF vw = hn::Set(df, w);
+  write_row(
+      df, out, dim, stream,
+      [&](size_t i) {
+        const VF va = hn::LoadU(df, a + i);
+        return hn::MulAdd(vw, hn::Sub(hn::LoadU(df, b + i), va), va);
+      },
+      [&](size_t i) { return std::fma(w, b[i] - a[i], a[i]); });
+}
+
+const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace mnemo::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mnemo::cpu::simd {
+
+HWY_EXPORT(ScoreRows);
+HWY_EXPORT(PairDot);
+HWY_EXPORT(PairL2sq);
+HWY_EXPORT(SumSq);
+HWY_EXPORT(Widen);
+HWY_EXPORT(NormalizeF32);
+HWY_EXPORT(LayerNormF32);
+HWY_EXPORT(LerpF32);
+HWY_EXPORT(TargetNameImpl);
+
+void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
+                float* out) {
+  HWY_DYNAMIC_DISPATCH(ScoreRows)(queries, m, rows, t, dim, n, l2, out);
+}
+void pair_dot(const void* a, const void* b, DType t, uint64_t dim, float* dot, float* b_sumsq) {
+  HWY_DYNAMIC_DISPATCH(PairDot)(a, b, t, dim, dot, b_sumsq);
+}
+float pair_l2sq(const void* a, const void* b, DType t, uint64_t dim) {
+  return HWY_DYNAMIC_DISPATCH(PairL2sq)(a, b, t, dim);
+}
+float sumsq(const void* a, DType t, uint64_t dim) { return HWY_DYNAMIC_DISPATCH(SumSq)(a, t, dim); }
+void widen(const void* in, DType t, uint64_t n, float* out) { HWY_DYNAMIC_DISPATCH(Widen)(in, t, n, out); }
+void normalize_f32(const float* in, float* out, uint64_t dim, bool stream) {
+  HWY_DYNAMIC_DISPATCH(NormalizeF32)(in, out, dim, stream);
+}
+void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+                    bool stream) {
+  HWY_DYNAMIC_DISPATCH(LayerNormF32)(in, out, dim, gamma, beta, eps, stream);
+}
+void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
+  HWY_DYNAMIC_DISPATCH(LerpF32)(a, b, w, out, dim, stream);
+}
+const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+
+}  // namespace mnemo::cpu::simd
+#endif
