@@ -72,7 +72,9 @@ void CpuBackend::search(const SearchArgs& a) {
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
   const int nt = threads();
 
-  with_elem(s.dtype, [&](auto e) {
+  // scan is captured by name: clang 14 misses the implicit capture of a
+  // variable used only in dependent calls inside OpenMP regions.
+  with_elem(s.dtype, [&, &scan = scan](auto e) {
     using E = decltype(e);
     if (a.nq >= static_cast<uint64_t>(nt) || s.slots < 4096) {
       // Enough queries to keep every thread busy: one query per thread.
