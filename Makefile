@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 BUILD ?= build
 ASAN  ?= build-asan
 
-.PHONY: all deps build demo test test-cpp test-asan test-rust clean format
+.PHONY: all deps build demo test test-cpp test-asan test-rust clean format fuzz fuzz-build
 
 all: build
 
@@ -39,6 +39,22 @@ test-rust: build
 
 test: test-cpp test-asan test-rust
 	@echo "make test: all suites passed"
+
+# libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
+# each for FUZZ_SECONDS and prints executions, coverage and findings.
+FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= abi_calls precision resample pairs store_file
+
+$(FUZZ)/CMakeCache.txt:
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=OFF \
+	  -DMNEMO_BUILD_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
+
+fuzz-build: deps $(FUZZ)/CMakeCache.txt
+	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_all
+
+fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ)/bin $(FUZZ)/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
 	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
