@@ -170,10 +170,13 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path) {
   const char* biases = section(r, kTagBiases, count * 4, "biases", path);
   if (!r.at_end()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
+  // An empty store has empty vectors, whose data() may be null: no memcpy.
   std::vector<uint64_t> id_list(count);
-  std::memcpy(id_list.data(), ids, id_bytes);
   std::vector<float> bias_list(count);
-  std::memcpy(bias_list.data(), biases, count * 4);
+  if (count > 0) {
+    std::memcpy(id_list.data(), ids, id_bytes);
+    std::memcpy(bias_list.data(), biases, count * 4);
+  }
   std::unordered_set<uint64_t> seen;
   seen.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
