@@ -37,6 +37,14 @@ struct RuntimeReport {
 // at 256 vectors (768 KiB), the smallest size measured, and faster at every
 // larger size. Re-measure when the CPU kernels change.
 constexpr uint64_t kAutoGpuMinBytes = 768ull << 10;
+// Pair scoring, resampling and normalisation of host buffers: the GPU must
+// first receive every input byte over PCIe and send the output back, while
+// the CPU reads them in place. Re-measured with bench_break_even's
+// "break-even <op>" rows; a value of UINT64_MAX keeps AUTO on the CPU.
+constexpr uint64_t kAutoGpuMinBytesPairs = UINT64_MAX;
+constexpr uint64_t kAutoGpuMinBytesRows = UINT64_MAX;
+// The AUTO threshold of one operation on host buffers.
+uint64_t auto_gpu_min_bytes(Op op);
 constexpr uint64_t kDefaultWorkspaceBytes = 1ull << 30;
 
 class Runtime {
@@ -50,6 +58,9 @@ class Runtime {
   Backend* gpu() const { return gpu_.get(); }
   // The backend for one call of `op` touching `work_bytes` of data.
   Backend& pick(Op op, uint64_t work_bytes) const;
+  // The backend for a call on device pointers: the GPU one, or
+  // BACKEND_UNAVAILABLE.
+  Backend& device_backend(Op op) const;
   // The backend whose memory new stores live in (GPU when one is in use).
   Backend& store_home() const { return gpu_ ? *gpu_ : *cpu_; }
   RuntimeReport report() const;

@@ -377,6 +377,18 @@ MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mne
 /* Pair scoring                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Device-pointer variants (the _device functions below). Every buffer
+   argument is memory the runtime's GPU can use (cudaMalloc, managed, or
+   pinned host memory; pageable host memory is INVALID_ARGUMENT), with the
+   same shapes, alignment and rules as the host function. The work is queued
+   on `stream` (a cudaStream_t; NULL is the default stream) and the function
+   returns without waiting for it: the outputs are ready when the stream
+   reaches that point. The content checks the host functions make (indices
+   below n_items, valid lengths, sorted times; non-finite values unless the
+   runtime was created with validate = 0) read the inputs on the device and
+   wait for the stream before any output is written. A runtime without the
+   CUDA backend returns BACKEND_UNAVAILABLE. */
+
 /* scores[p] = metric(table[src[p]], table[tgt[p]]) for p < n_pairs, in input
    order. table: [n_items x dim] of table_dtype (F32, F16, BF16); src, tgt:
    [n_pairs] of index_dtype (U32 or U64); scores: f32 [n_pairs]. Repeated
@@ -387,6 +399,12 @@ MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mne
 MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric, const void* table, int32_t table_dtype,
                                          uint64_t n_items, uint64_t dim, const void* src, const void* tgt,
                                          int32_t index_dtype, uint64_t n_pairs, float* scores);
+
+/* mnemo_score_pairs on device pointers, queued on `stream` (see above). */
+MNEMO_API mnemo_status mnemo_score_pairs_device(mnemo_runtime* rt, int32_t metric, const void* table,
+                                                int32_t table_dtype, uint64_t n_items, uint64_t dim, const void* src,
+                                                const void* tgt, int32_t index_dtype, uint64_t n_pairs, float* scores,
+                                                void* stream);
 
 /* ------------------------------------------------------------------------ */
 /* Trajectory resampling                                                     */
@@ -434,6 +452,13 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
                                       int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
                                       void* out);
 
+/* mnemo_resample on device pointers (opts->src_lengths and
+   opts->tgt_lengths too), queued on `stream` (see mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_resample_device(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
+                                             uint64_t n_src, uint64_t dim, const void* src_times,
+                                             const void* tgt_times, int32_t time_dtype, uint64_t n_tgt,
+                                             const mnemo_resample_options* opts, void* out, void* stream);
+
 /* ------------------------------------------------------------------------ */
 /* Row normalisation                                                         */
 /* ------------------------------------------------------------------------ */
@@ -446,6 +471,11 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
 MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
                                             uint64_t dim);
 
+/* mnemo_normalize_rows on device pointers, queued on `stream` (see
+   mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_normalize_rows_device(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
+                                                   uint64_t rows, uint64_t dim, void* stream);
+
 /* LayerNorm over each row: out = (x - mean) / sqrt(var + eps) * gamma + beta,
    with the biased variance (divided by dim), statistics in f32 or wider.
    When var + eps is 0 (a constant row with eps = 0) the row becomes beta.
@@ -456,6 +486,12 @@ MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, v
    NON_FINITE. */
 MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
                                         uint64_t dim, const float* gamma, const float* beta, float eps);
+
+/* mnemo_layer_norm on device pointers (gamma and beta too), queued on
+   `stream` (see mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_layer_norm_device(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
+                                               uint64_t rows, uint64_t dim, const float* gamma, const float* beta,
+                                               float eps, void* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

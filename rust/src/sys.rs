@@ -715,6 +715,22 @@ extern "C" {
         scores: *mut f32,
     ) -> mnemo_status;
 }
+extern "C" {
+    pub fn mnemo_score_pairs_device(
+        rt: *mut mnemo_runtime,
+        metric: i32,
+        table: *const ::std::os::raw::c_void,
+        table_dtype: i32,
+        n_items: u64,
+        dim: u64,
+        src: *const ::std::os::raw::c_void,
+        tgt: *const ::std::os::raw::c_void,
+        index_dtype: i32,
+        n_pairs: u64,
+        scores: *mut f32,
+        stream: *mut ::std::os::raw::c_void,
+    ) -> mnemo_status;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct mnemo_resample_options {
@@ -824,6 +840,23 @@ extern "C" {
     ) -> mnemo_status;
 }
 extern "C" {
+    pub fn mnemo_resample_device(
+        rt: *mut mnemo_runtime,
+        data: *const ::std::os::raw::c_void,
+        data_dtype: i32,
+        batch: u64,
+        n_src: u64,
+        dim: u64,
+        src_times: *const ::std::os::raw::c_void,
+        tgt_times: *const ::std::os::raw::c_void,
+        time_dtype: i32,
+        n_tgt: u64,
+        opts: *const mnemo_resample_options,
+        out: *mut ::std::os::raw::c_void,
+        stream: *mut ::std::os::raw::c_void,
+    ) -> mnemo_status;
+}
+extern "C" {
     pub fn mnemo_normalize_rows(
         rt: *mut mnemo_runtime,
         in_: *const ::std::os::raw::c_void,
@@ -831,6 +864,17 @@ extern "C" {
         dtype: i32,
         rows: u64,
         dim: u64,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_normalize_rows_device(
+        rt: *mut mnemo_runtime,
+        in_: *const ::std::os::raw::c_void,
+        out: *mut ::std::os::raw::c_void,
+        dtype: i32,
+        rows: u64,
+        dim: u64,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }
 extern "C" {
@@ -844,5 +888,19 @@ extern "C" {
         gamma: *const f32,
         beta: *const f32,
         eps: f32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_layer_norm_device(
+        rt: *mut mnemo_runtime,
+        in_: *const ::std::os::raw::c_void,
+        out: *mut ::std::os::raw::c_void,
+        dtype: i32,
+        rows: u64,
+        dim: u64,
+        gamma: *const f32,
+        beta: *const f32,
+        eps: f32,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }
