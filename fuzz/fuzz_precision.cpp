@@ -2,7 +2,9 @@
 // drawn to hurt (huge and tiny magnitudes, subnormals, cancellation, f16 and
 // bf16 edge values, near-ties), through similarity, store search and pair
 // scoring on every backend that loads, each against the float64 reference
-// over the stored (rounded) values, and CPU against GPU on the same input.
+// over the stored (rounded) values, and CPU against GPU on the same input;
+// and resampling with times and samples drawn the same way, against the
+// header's interpolation rule.
 //
 // What is checked is the numerical contract of mnemo.h:
 //   cosine |err| <= 1e-5; dot |err| <= 1e-5 * |x| * |y| (1e-5 for unit
@@ -18,6 +20,7 @@
 
 #include "fuzz_support.h"
 #include "reference.h"
+#include "resample_oracle.h"
 #include "topk_oracle.h"
 
 namespace {
@@ -298,13 +301,106 @@ void run_pairs(FuzzedDataProvider& fdp, const Mat& t, int32_t metric) {
     }
 }
 
+// Resampling: sorted source times with repeats, tiny and huge gaps and
+// offsets; targets on, between and beyond them; samples drawn to hurt.
+void run_resample(FuzzedDataProvider& fdp, int32_t ddt) {
+  const int32_t tdt = fdp.ConsumeBool() ? MNEMO_DTYPE_F32 : MNEMO_DTYPE_F64;
+  const bool big = fdp.ConsumeIntegralInRange<int>(0, 15) == 0;
+  const uint64_t batch = fdp.ConsumeIntegralInRange<uint64_t>(1, big ? 64 : 4);
+  const uint64_t n_src = fdp.ConsumeIntegralInRange<uint64_t>(1, big ? 300 : 12);
+  const uint64_t n_tgt = fdp.ConsumeIntegralInRange<uint64_t>(1, big ? 300 : 12);
+  const uint64_t dim =
+      fdp.ConsumeIntegralInRange<int>(0, 3) ? fdp.ConsumeIntegralInRange<uint64_t>(1, 9) : pick_dim(fdp);
+  if (batch * (n_src + n_tgt) * dim > (1u << 22)) return;
+  const size_t esz = fz::dtype_bytes(ddt), tsz = fz::dtype_bytes(tdt);
+  fz::Buf st(batch * n_src * tsz), tt(batch * n_tgt * tsz), dat(batch * n_src * dim * esz);
+  std::vector<double> stv(batch * n_src), ttv(batch * n_tgt);
+  auto put_time = [&](fz::Buf& buf, std::vector<double>& v, size_t i, double t) {
+    if (tdt == MNEMO_DTYPE_F32) {
+      float f = static_cast<float>(t);
+      if (!std::isfinite(f)) f = std::copysign(std::numeric_limits<float>::max(), f);
+      std::memcpy(buf.data() + 4 * i, &f, 4);
+      v[i] = f;
+    } else {
+      std::memcpy(buf.data() + 8 * i, &t, 8);
+      v[i] = t;
+    }
+  };
+  const double top = tdt == MNEMO_DTYPE_F32 ? std::numeric_limits<float>::max() : 1e300;
+  for (uint64_t b = 0; b < batch; ++b) {
+    double t = fdp.ConsumeBool() ? fz::hurt_float(fdp) : -top * fdp.ConsumeProbability<double>();
+    std::vector<double> row;
+    for (uint64_t i = 0; i < n_src; ++i) {
+      if (i > 0) {
+        const int g = fdp.ConsumeIntegralInRange<int>(0, 5);
+        const double gap = g == 0   ? 0.0
+                           : g == 1 ? std::ldexp(1.0, pick_exponent(fdp)) * fdp.ConsumeProbability<double>()
+                           : g == 2 ? top * fdp.ConsumeProbability<double>()
+                                    : fdp.ConsumeProbability<double>();
+        t = std::min(t + gap, top);
+      }
+      put_time(st, stv, b * n_src + i, t);
+      t = stv[b * n_src + i];  // the value as stored: rounding keeps the row sorted
+      row.push_back(t);
+    }
+    for (uint64_t j = 0; j < n_tgt; ++j) {
+      const int k = fdp.ConsumeIntegralInRange<int>(0, 4);
+      const size_t i = fdp.ConsumeIntegralInRange<size_t>(0, n_src - 1);
+      double x;
+      if (k == 0)
+        x = row[i];
+      else if (k == 1 && i + 1 < n_src)
+        x = row[i] + (row[i + 1] - row[i]) * fdp.ConsumeProbability<double>();
+      else if (k == 2)
+        x = fz::hurt_float(fdp);
+      else if (k == 3)
+        x = (fdp.ConsumeBool() ? -1 : 1) * top * fdp.ConsumeProbability<double>();
+      else
+        x = std::nextafter(row[i], fdp.ConsumeBool() ? top : -top);
+      if (!std::isfinite(x)) x = row[i];
+      put_time(tt, ttv, b * n_tgt + j, x);
+    }
+  }
+  for (uint64_t i = 0; i < batch * n_src * dim; ++i) {
+    fz::put_elem(dat.data(), ddt, i, fz::hurt_float(fdp));
+    if (!std::isfinite(fz::get_elem(dat.data(), ddt, i))) fz::put_elem(dat.data(), ddt, i, 0.0f);
+  }
+  fz::Buf src_len(batch * 8), tgt_len(batch * 8);
+  std::vector<uint64_t> sl, tl;
+  mnemo_resample_options o = mnemo_resample_options_default();
+  if (fdp.ConsumeBool()) {
+    for (uint64_t b = 0; b < batch; ++b) sl.push_back(fdp.ConsumeIntegralInRange<uint64_t>(1, n_src));
+    std::memcpy(src_len.data(), sl.data(), batch * 8);
+    o.src_lengths = src_len.as<uint64_t>();
+  }
+  if (fdp.ConsumeBool()) {
+    for (uint64_t b = 0; b < batch; ++b) tl.push_back(fdp.ConsumeIntegralInRange<uint64_t>(0, n_tgt));
+    std::memcpy(tgt_len.data(), tl.data(), batch * 8);
+    o.tgt_lengths = tgt_len.as<uint64_t>();
+  }
+  for (const fz::Backend& be : fz::backends()) {
+    const std::string ctx = std::string("resample on ") + be.name + " (data dtype " + std::to_string(ddt) +
+                            ", time dtype " + std::to_string(tdt) + ", dim " + std::to_string(dim) + "): ";
+    fz::Buf out(batch * n_tgt * dim * esz, 0xFF);
+    const mnemo_status s =
+        mnemo_resample(be.rt, dat.data(), ddt, batch, n_src, dim, st.data(), tt.data(), tdt, n_tgt, &o, out.data());
+    FZ_CHECK(s == MNEMO_OK, ctx + fz::status_text(s));
+    const std::string why = fz::check_resample(stv, ttv, dat.data(), out.data(), ddt, batch, n_src, dim, n_tgt, sl, tl);
+    FZ_CHECK(why.empty(), ctx + why);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
-  const int op = fdp.ConsumeIntegralInRange<int>(0, 2);
+  const int op = fdp.ConsumeIntegralInRange<int>(0, 3);
   const int32_t metric = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_METRIC_COSINE, MNEMO_METRIC_L2SQ);
   const int32_t dtype = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16);
+  if (op == 3) {
+    run_resample(fdp, dtype);
+    return 0;
+  }
   const size_t dim = pick_dim(fdp);
   // Mostly small shapes; sometimes enough rows and queries for the batched
   // paths of a GPU backend.

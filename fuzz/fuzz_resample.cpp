@@ -8,6 +8,7 @@
 
 #include "fuzz_support.h"
 #include "reference.h"
+#include "resample_oracle.h"
 
 namespace {
 
@@ -34,26 +35,6 @@ float pick_sample(FuzzedDataProvider& fdp) {
   if (r < 12) return fdp.ConsumeFloatingPointInRange<float>(-4.0f, 4.0f);
   if (r < 19) return fz::hurt_float(fdp);
   return fz::maybe_non_finite(fdp, 1);
-}
-
-// The contract's value for an interpolated element: w from the exact times
-// (clamped), out = fma(w, b - a, a) in f32 rounded to the data dtype. The
-// checked bound allows for w's roundings in the time dtype.
-void check_interp(double a, double b, double w, double got, int32_t dtype, const std::string& where) {
-  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
-  const float diff = fb - fa;
-  if (!std::isfinite(diff)) {
-    // b - a overflows f32: the formula's result is infinite.
-    const float want = std::fma(static_cast<float>(w), diff, fa);
-    FZ_CHECK(std::isinf(got) && std::signbit(got) == std::signbit(want),
-             where + ": b - a overflows f32, got " + std::to_string(got));
-    return;
-  }
-  const double exact = a + w * (b - a);
-  const double tol = ref::interp_tol(dtype, a, b, exact);
-  FZ_CHECK(std::fabs(got - exact) <= tol, where + ": got " + std::to_string(got) + ", exact " + std::to_string(exact) +
-                                              " (a " + std::to_string(a) + ", b " + std::to_string(b) + ", w " +
-                                              std::to_string(w) + ")");
 }
 
 }  // namespace
@@ -215,32 +196,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FZ_CHECK(dat.same_as(dat0), "resample changed its input");
-  const std::vector<ref::ResampleTarget> plan = ref::resample_plan(stv, ttv, batch, n_src, n_tgt, sl, tl);
-  for (uint64_t b = 0; b < batch; ++b)
-    for (uint64_t j = 0; j < n_tgt; ++j) {
-      const ref::ResampleTarget& p = plan[b * n_tgt + j];
-      for (uint64_t d = 0; d < dim; ++d) {
-        const std::string where =
-            "row " + std::to_string(b) + " target " + std::to_string(j) + " dim " + std::to_string(d);
-        const uint64_t o_i = (b * n_tgt + j) * dim + d;
-        const double got = fz::get_elem(out.data(), ddt, o_i);
-        if (p.kind == ref::ResampleTarget::kZero) {
-          FZ_CHECK(got == 0.0, where + ": past tgt_lengths but not zero");
-          continue;
-        }
-        const uint64_t a_i = (b * n_src + p.i) * dim + d;
-        if (p.kind == ref::ResampleTarget::kSample) {
-          FZ_CHECK(std::memcmp(out.data() + o_i * esz, dat.data() + a_i * esz, esz) == 0,
-                   where + ": not an exact copy of sample " + std::to_string(p.i));
-          continue;
-        }
-        char times[160];
-        std::snprintf(times, sizeof times, " (times %.9g, %.9g, target %.9g, dtype %d)", stv[b * NS + p.i],
-                      stv[b * NS + p.i + 1], ttv[b * NT + j], tdt);
-        check_interp(fz::get_elem(dat.data(), ddt, a_i), fz::get_elem(dat.data(), ddt, a_i + dim), p.w, got, ddt,
-                     where + times);
-      }
-    }
+  const std::string why = fz::check_resample(stv, ttv, dat.data(), out.data(), ddt, batch, n_src, dim, n_tgt, sl, tl);
+  FZ_CHECK(why.empty(), why);
   // The slack past the output is never written.
   FZ_CHECK(std::memcmp(out.data() + batch * n_tgt * dim * esz, out0.data() + batch * n_tgt * dim * esz,
                        out0.size() - batch * n_tgt * dim * esz) == 0,
