@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format fuzz fuzz-build
 
 all: build
 
@@ -66,6 +66,22 @@ bench:
 	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"
+
+# libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
+# each for FUZZ_SECONDS and prints executions, coverage and findings.
+FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= abi_calls precision resample pairs store_file
+
+$(FUZZ)/CMakeCache.txt:
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=OFF \
+	  -DMNEMO_BUILD_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
+
+fuzz-build: deps $(FUZZ)/CMakeCache.txt
+	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_all
+
+fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ)/bin $(FUZZ)/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
 	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i

@@ -136,9 +136,10 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   const char* biases = section(r, kTagBiases, count * 4, "biases", path);
   if (!r.at_end()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
+  // An empty store has empty vectors, whose data() may be null: no memcpy.
   std::vector<uint64_t> id_list(count);
   std::vector<float> bias_list(count);
-  if (count > 0) {  // an empty store's vectors are null: memcpy must not see them
+  if (count > 0) {
     std::memcpy(id_list.data(), ids, id_bytes);
     std::memcpy(bias_list.data(), biases, count * 4);
   }

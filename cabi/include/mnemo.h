@@ -48,6 +48,15 @@
  *   - cosine with a zero-norm vector is 0;
  *   - storage in f16/bf16 is rounded to nearest even; arithmetic accumulates
  *     in f32 or wider.
+ * Scale and range (what the bounds above mean away from unit vectors):
+ *   - dot of any vectors x, y: |error| <= 1e-5 * |x| * |y| (1e-5 for unit
+ *     vectors); squared L2: |error| <= 1e-5 * exact + 2^-126 (the f32
+ *     normal floor); FAST scores before re-scoring: 2e-3 on the same scales
+ *     (|x| * |y| for dot, |x|^2 + |y|^2 for squared L2);
+ *   - the bounds hold for rows whose L2 norm lies in [2^-50, 2^50] (about
+ *     8.9e-16 to 1.1e15) or is zero. Beyond that range f32 accumulation can
+ *     overflow or underflow: scores carry no bound and may be infinite or
+ *     NaN, except that a search never returns NaN.
  */
 #ifndef MNEMO_H
 #define MNEMO_H
@@ -279,7 +288,9 @@ MNEMO_API void mnemo_store_destroy(mnemo_store* store);
    store's dtype (F32 input to an F16/BF16 store is rounded to nearest even).
    count = 0 does nothing.
    Errors: NULL_POINTER, MISALIGNED, DTYPE, OVERFLOW, OUT_OF_RANGE (id =
-   MNEMO_NO_ID, naming its position), NON_FINITE, OUT_OF_MEMORY. On error the
+   MNEMO_NO_ID, naming its position), NON_FINITE (also an F32 value that
+   rounds to infinity in an F16/BF16 store, e.g. 65520 for F16; validation
+   on), OUT_OF_MEMORY. On error the
    store is unchanged. Thread safety: exclusive (waits for running searches). */
 MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, const void* vectors,
                                        int32_t vectors_dtype, uint64_t count);
