@@ -21,6 +21,10 @@ class DeviceStore final : public StoreMirror {
   const float* biases() const { return biases_.get<float>(); }
   uint64_t ld() const { return ld_; }  // padded row length in elements
   uint64_t slots() const { return slots_; }
+  // Device memory held for this store (capacity, not just live slots).
+  uint64_t device_bytes() const override {
+    return vectors_.size() + ids_.size() + norms_.size() + biases_.size();
+  }
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);

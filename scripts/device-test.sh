@@ -20,15 +20,26 @@ bundle() {
   cmake -S . -B build-device -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=ON -DMNEMO_BUILD_TESTS=ON \
     -DMNEMO_BUILD_BENCH=ON "-DCMAKE_CUDA_ARCHITECTURES=80-real;90-real;90-virtual" >/dev/null
   cmake --build build-device -j"$(nproc)"
+  # Staged here, then packed: the uncompressed bundle (OpenBLAS alone is
+  # 36 MB) would not fit what travels to the GPU machine.
   rm -rf .device && mkdir -p .device/bin .device/lib
   for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_demo; do
     cp "build-device/bin/$b" .device/bin/
   done
   cp -P build-device/lib/libmnemo.so* build-device/lib/libmnemo_cuda.so .device/lib/
-  # Shared libraries from this machine's packages that the GPU machine lacks.
-  for lib in libgomp.so.1 libxxhash.so.0; do
-    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .device/lib/
-  done
+  # Shared libraries from this machine's packages that the GPU machine lacks
+  # (OpenMP, xxHash, Highway, OpenBLAS and its Fortran runtime, ...): every
+  # non-system, non-CUDA library the binaries and libraries load.
+  ldd .device/bin/* .device/lib/*.so* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+    while read -r lib; do
+      case "$(basename "$lib")" in
+        libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | libgcc_s.so* | libstdc++.so* | ld-linux* | \
+          libcuda.so* | libcublas* | libcudart* | libmnemo*) ;;
+        *) cp -L "$lib" .device/lib/ ;;
+      esac
+    done
+  # The precision fuzzer for the CUDA backend (clang, ASan+UBSan).
+  bash scripts/device-fuzz.sh bundle .device/fuzz
   # The Rust differential tests against this build (the GPU machine has no
   # Rust toolchain, so the test binary travels).
   if command -v cargo >/dev/null 2>&1; then
@@ -43,11 +54,15 @@ for l in sys.stdin:
     [ -n "$rbin" ] && cp "$rbin" .device/bin/rust_differential
   fi
   strip --strip-unneeded .device/bin/* .device/lib/*.so* 2>/dev/null || true
-  du -sh .device
+  rm -rf build-device/stage && mv .device build-device/stage && mkdir .device
+  tar -C build-device/stage -cf - . | xz -T2 -6 >.device/bundle.tar.xz
+  du -sh build-device/stage .device/bundle.tar.xz
 }
 
 run() {
   local out=${1:-${OUT:-device-out}}
+  [ -f .device/bundle.tar.xz ] && [ ! -d .device/bin ] &&
+    python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall(".device")' 
   mkdir -p "$out"
   local log="$out/tests.log"
   : >"$log"
@@ -84,12 +99,17 @@ run() {
   if [ -x .device/bin/rust_differential ]; then
     step "rust differential" 300 env MNEMO_TEST_CUDA=1 .device/bin/rust_differential
   fi
+  step "gpu precision fuzz" $((${MNEMO_FUZZ_SECONDS:-150} + 60)) bash scripts/device-fuzz.sh run .device/fuzz "$out/fuzz" \
+    "${MNEMO_FUZZ_SECONDS:-150}"
   step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
   step "torch ops peer" 200 python3 bench/gpu/torch_ops_peer.py "$out/torch_ops.jsonl"
   cat "$out/torch_ops.jsonl" >>"$out/torch_gpu.jsonl" 2>/dev/null
   grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
+  echo
+  echo "== precision fuzz"
+  sed -n '/^fuzz_precision on/,$p' "$log" | head -n 12
   echo
   echo "== test summaries"
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]|tests? ran|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 40
