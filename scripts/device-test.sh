@@ -84,7 +84,7 @@ run() {
     results+=("$([ $rc -eq 0 ] && echo pass || echo "FAIL rc=$rc") ($((SECONDS - t0)) s)")
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? (passed|failed)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -n 3 >/dev/null
   }
-  step "gpu tests" 240 .device/bin/mnemo_gpu_tests
+  step "gpu tests" 300 .device/bin/mnemo_gpu_tests
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
   step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
