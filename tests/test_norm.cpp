@@ -230,4 +230,38 @@ TEST(NormRules, LargeRowCount) {
   }
 }
 
+// Finite rows whose sums of squares overflow or underflow f32 (values near
+// 1e37 or 1e-25), next to ordinary rows: every backend keeps the contract.
+TEST(NormRules, ExtremeMagnitudes) {
+  auto rng = mt::rng_for_test();
+  for (const int32_t dtype : {MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16}) {
+    for (const size_t dim : {size_t{3}, size_t{64}, size_t{771}}) {
+      const size_t rows = 6;
+      Matrix in = mt::random_matrix(rng, dtype, rows, dim);
+      const float scale[rows] = {1.0f, 3e37f, 1e-25f, 1.0f, 2e19f, 1e-20f};
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < dim; ++j) in.set(r, j, mt::rand_nonzero(rng) * scale[r]);
+      const size_t es = mt::dtype_size(dtype);
+      {
+        const std::vector<double> want = ref::normalize_rows(in.val, rows, dim);
+        Buf<unsigned char> out(rows * dim * es);
+        mt::poison(out.data(), dtype, rows * dim);
+        ASSERT_OK(mnemo_normalize_rows(mt::rt(), in.data(), out.data(), dtype, rows, dim));
+        expect_rows(out.data(), dtype, want, normalize_tol(dtype, want), "normalize");
+      }
+      Buf<float> gamma(dim), beta(dim);
+      for (size_t j = 0; j < dim; ++j) gamma[j] = mt::rand_nonzero(rng), beta[j] = mt::rand_nonzero(rng);
+      for (const float eps : {1e-5f, 0.0f}) {
+        std::vector<double> tol;
+        const std::vector<double> want =
+            ref::layer_norm(in.val, rows, dim, gamma.data(), beta.data(), eps, dtype, &tol);
+        Buf<unsigned char> out(rows * dim * es);
+        mt::poison(out.data(), dtype, rows * dim);
+        ASSERT_OK(mnemo_layer_norm(mt::rt(), in.data(), out.data(), dtype, rows, dim, gamma.data(), beta.data(), eps));
+        expect_rows(out.data(), dtype, want, tol, "layer norm");
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 // f32: the native bf16/f16 dot instructions would round the query to 16
 // bits, which EXACT mode does not allow (Highway 1.0.3 offers neither).
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #undef HWY_TARGET_INCLUDE
@@ -18,6 +19,10 @@
 HWY_BEFORE_NAMESPACE();
 namespace mnemo::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Below this a sum of squares may have lost terms to underflow (or be a
+// zero or constant row): such rows take the caller's f64 path.
+constexpr float kMinSafeSquares = 1e-30f;
 
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
@@ -263,24 +268,31 @@ HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SF
   for (; i < dim; ++i) out[i] = sf(i);
 }
 
-void NormalizeF32(const float* in, float* out, uint64_t dim, bool stream) {
+bool NormalizeF32(const float* in, float* out, uint64_t dim, bool stream) {
   const DF df;
   const float ss = row_sum<true>(df, in, dim, 0.0f);
+  // A sum of squares that overflows or underflows f32 (finite rows of huge
+  // or tiny values): the caller takes its f64 path for this row.
+  if (!(ss >= kMinSafeSquares && ss <= std::numeric_limits<float>::max())) return false;
   const float inv = ss > 0.0f ? 1.0f / std::sqrt(ss) : 0.0f;
   const VF vi = hn::Set(df, inv);
   write_row(
       df, out, dim, stream, [&](size_t i) { return hn::Mul(hn::LoadU(df, in + i), vi); },
       [&](size_t i) { return in[i] * inv; });
+  return true;
 }
 
-void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+bool LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                   bool stream) {
   const DF df;
   // Shifted by the first element: a constant row gets its mean exactly
   // (and so variance 0 and the output beta).
   const float mean = in[0] + row_sum<false>(df, in, dim, in[0]) / static_cast<float>(dim);
   // Centred second pass: no cancellation between E[x^2] and mean^2.
-  const float var = row_sum<true>(df, in, dim, mean) / static_cast<float>(dim);
+  const float sq = row_sum<true>(df, in, dim, mean);
+  // Statistics out of f32 range (see NormalizeF32): the f64 path.
+  if (!std::isfinite(mean) || !(sq >= kMinSafeSquares && sq <= std::numeric_limits<float>::max())) return false;
+  const float var = sq / static_cast<float>(dim);
   const float denom = var + eps;
   const float rstd = denom > 0.0f ? 1.0f / std::sqrt(denom) : 0.0f;
   const VF vm = hn::Set(df, mean), vr = hn::Set(df, rstd);
@@ -298,6 +310,7 @@ void LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma,
         if (beta) z += beta[i];
         return z;
       });
+  return true;
 }
 
 void LerpF32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
@@ -342,12 +355,12 @@ float pair_l2sq(const void* a, const void* b, DType t, uint64_t dim) {
 }
 float sumsq(const void* a, DType t, uint64_t dim) { return HWY_DYNAMIC_DISPATCH(SumSq)(a, t, dim); }
 void widen(const void* in, DType t, uint64_t n, float* out) { HWY_DYNAMIC_DISPATCH(Widen)(in, t, n, out); }
-void normalize_f32(const float* in, float* out, uint64_t dim, bool stream) {
-  HWY_DYNAMIC_DISPATCH(NormalizeF32)(in, out, dim, stream);
+bool normalize_f32(const float* in, float* out, uint64_t dim, bool stream) {
+  return HWY_DYNAMIC_DISPATCH(NormalizeF32)(in, out, dim, stream);
 }
-void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+bool layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                     bool stream) {
-  HWY_DYNAMIC_DISPATCH(LayerNormF32)(in, out, dim, gamma, beta, eps, stream);
+  return HWY_DYNAMIC_DISPATCH(LayerNormF32)(in, out, dim, gamma, beta, eps, stream);
 }
 void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
   HWY_DYNAMIC_DISPATCH(LerpF32)(a, b, w, out, dim, stream);

@@ -36,8 +36,10 @@ constexpr uint64_t kStreamMinBytes = uint64_t{64} << 20;
 
 // f32 rows: out = in / |in| (zero rows stay zero); LayerNorm with optional
 // gamma/beta. in may equal out (then stream must be false).
-void normalize_f32(const float* in, float* out, uint64_t dim, bool stream);
-void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
+// Normalisation and LayerNorm of one f32 row; false (nothing written) when
+// the row's sum of squares leaves the f32 range, for the caller's f64 path.
+bool normalize_f32(const float* in, float* out, uint64_t dim, bool stream);
+bool layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                     bool stream);
 
 // out[d] = fma(w, b[d] - a[d], a[d]) over f32 rows.
