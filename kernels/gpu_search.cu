@@ -82,7 +82,7 @@ void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32
 }  // namespace
 
 void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const float* qn, uint64_t nq, uint64_t k,
-                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores, SearchPath path) {
+                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores) {
   cudaStream_t st = ctx.stream;
   StoreRef s = s0;
   const uint64_t ld = s.ld;
@@ -102,21 +102,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
   Cand* lists = at<Cand>(fb, o_lists);
 
   if (slots == 0) return;
-  const bool score_select =
-      path == SearchPath::score_select || (path == SearchPath::automatic && slots <= kScoreSelectMaxSlots);
-  if (!use_gemm && small && score_select) {
-    // Keys for every slot (4 bytes written per row read), then a few
-    // selection blocks per query and one merge.
-    const unsigned bpr = std::max(1u, std::min(ceil_div(slots, 4096), 64u));
-    Arena ar;
-    const size_t o_keys = ar.add(nq * static_cast<uint64_t>(slots) * 4), o_cand = ar.add(nq * bpr * kc * sizeof(Cand));
-    void* w = ctx.scratch(ar.size());
-    launch_score_rows(s, q, qn, static_cast<uint32_t>(nq), at<float>(w, o_keys), static_cast<unsigned>(sm_count), st);
-    launch_select_rows(at<float>(w, o_keys), false, s, qn, static_cast<uint32_t>(nq), slots, 0, kc, bpr,
-                       at<Cand>(w, o_cand), static_cast<uint64_t>(bpr) * kc, 0, nullptr, st);
-    launch_merge(at<Cand>(w, o_cand), static_cast<uint32_t>(nq), static_cast<uint64_t>(bpr) * kc, kc, s.ids, lists,
-                 st);
-  } else if (!use_gemm && small) {
+  if (!use_gemm && small) {
     const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
     for (uint64_t q0 = 0; q0 < nq; q0 += 4) {

@@ -97,16 +97,8 @@ struct ExecContext;
 // The device part of a search: queries q [nq x ld] (zero padded) and their
 // norms qn already on the device; writes d_ids / d_scores [nq x min(k, L)]
 // where L = search_list_length(slots, k, false) <= slots.
-// Few queries and small k take one of two exact paths: the fused scan (one
-// pass keeping per-warp lists), or score-then-select (a key per slot, then
-// a few selection blocks per query), which has a shorter fixed cost and is
-// the automatic choice for stores of up to kScoreSelectMaxSlots slots. The
-// benchmark forces each to measure both.
-enum class SearchPath { automatic, fused_scan, score_select };
-constexpr uint32_t kScoreSelectMaxSlots = 65536;
 void device_search(ExecContext& ctx, const StoreRef& s, const float* q, const float* qn, uint64_t nq, uint64_t k,
-                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores,
-                   SearchPath path = SearchPath::automatic);
+                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
 
 // Query norms (f32) and conversions.
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st);

@@ -131,8 +131,7 @@ BenchStore make_store(ExecContext& ctx, DType dt, uint64_t n, uint64_t dim, int 
 }
 
 void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DType dt, uint64_t n, uint64_t dim,
-                  uint64_t nq, uint64_t k, bool fast, KeyMetric metric, int sms,
-                  SearchPath path = SearchPath::automatic) {
+                  uint64_t nq, uint64_t k, bool fast, KeyMetric metric, int sms) {
   const uint64_t bytes = n * dim * dtype_size(dt);
   const int copies = bytes < (180ull << 20) ? static_cast<int>(std::min<uint64_t>(8, (600ull << 20) / bytes + 1)) : 1;
   BenchStore s = make_store(ctx, dt, n, dim, copies);
@@ -141,7 +140,7 @@ void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DT
   launch_row_norms(q.get<float>(), static_cast<uint32_t>(nq), dim, qn.get<float>(), ctx.stream);
   const double ms = time_ms(ctx.stream, [&](int i) {
     device_search(ctx, s.ref(i, metric), q.get<float>(), qn.get<float>(), nq, k, fast, 1ull << 30, sms,
-                  ids.get<uint64_t>(), scores.get<float>(), path);
+                  ids.get<uint64_t>(), scores.get<float>());
   });
   // Floor: the store read once, or the GEMM flops at the matrix rate in use.
   const double read_ms = bytes / (f.read_gbs * 1e9) * 1e3;
@@ -150,11 +149,7 @@ void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DT
     const double rate = fast ? (dt == DType::f32 ? f.tf32_tflops : f.fp16_tflops) : f.fp32_tflops;
     gemm_ms = 2.0 * nq * n * dim / (rate * 1e12) * 1e3;
   }
-  const std::string impl = path == SearchPath::fused_scan     ? "mnemo (fused scan)"
-                           : path == SearchPath::score_select ? "mnemo (score+select)"
-                           : fast                             ? "mnemo (FAST)"
-                                                              : "mnemo";
-  row(name, impl, ms, std::max(read_ms, gemm_ms));
+  row(name, fast ? "mnemo (FAST)" : "mnemo", ms, std::max(read_ms, gemm_ms));
 }
 
 // The whole host call through the C ABI (query upload, search, results
@@ -295,17 +290,6 @@ int main(int argc, char** argv) {
     bench_break_even();
     bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
                  sms);
-    // Both single-query paths on both sides of the automatic switch.
-    for (SearchPath p : {SearchPath::fused_scan, SearchPath::score_select}) {
-      bench_search(ctx, f, "recall 1q x 10k x 768 f32 cosine k=10", DType::f32, 10000, 768, 1, 10, false,
-                   KeyMetric::cosine, sms, p);
-      bench_search(ctx, f, "recall 1q x 100k x 768 f32 cosine k=10", DType::f32, 100000, 768, 1, 10, false,
-                   KeyMetric::cosine, sms, p);
-      bench_search(ctx, f, "recall 1q x 1M x 768 f32 cosine k=10", DType::f32, 1000000, 768, 1, 10, false,
-                   KeyMetric::cosine, sms, p);
-      bench_search(ctx, f, "recall 1q x 1M x 768 f16 cosine k=10", DType::f16, 1000000, 768, 1, 10, false,
-                   KeyMetric::cosine, sms, p);
-    }
     bench_ops(ctx, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
