@@ -293,3 +293,29 @@ TEST(GpuSimilarity, MatchesReference) {
 }
 
 }  // namespace
+namespace {
+
+// mnemo_store_stats on a CUDA store counts the resident copy.
+TEST(GpuStore, StatsCountDeviceBytes) {
+  REQUIRE_CUDA(rt);
+  auto rng = mt::rng_for_test();
+  const size_t n = 3000, dim = 100;
+  const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F16, n, dim);
+  mt::Buf<uint64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = i * 7 + 1;
+  auto st = mt::make_store(dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, rt.get());
+  ASSERT_TRUE(st);
+  mnemo_store_statistics s{};
+  s.struct_size = sizeof s;
+  ASSERT_OK(mnemo_store_stats(st.get(), &s));
+  const uint64_t empty = s.device_bytes;
+  ASSERT_OK(mnemo_store_add(st.get(), ids.data(), m.data(), MNEMO_DTYPE_F16, n));
+  ASSERT_OK(mnemo_store_stats(st.get(), &s));
+  EXPECT_EQ(s.vectors, n);
+  // At least the padded rows (104 halves each), ids, norms and biases.
+  EXPECT_GE(s.device_bytes, n * (104 * 2 + 8 + 4 + 4));
+  EXPECT_GT(s.device_bytes, empty);
+  EXPECT_GE(s.host_bytes, n * dim * 2);
+}
+
+}  // namespace
