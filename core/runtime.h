@@ -30,23 +30,24 @@ struct RuntimeReport {
   std::string reason;
 };
 
-// AUTO sends work touching fewer bytes than this to the CPU. Measured on an
-// H200 machine (bench/gpu/gpu_bench.cu, bench_break_even; results in
-// bench/results/h200-break-even.jsonl): one 768-dim f32 query, k = 10, the
-// whole host call: CUDA 0.065 ms against the CPU backend's 0.156 ms already
-// at 256 vectors (768 KiB), the smallest size measured, and faster at every
-// larger size. Re-measure when the CPU kernels change.
-constexpr uint64_t kAutoGpuMinBytes = 768ull << 10;
+// AUTO sends work touching fewer bytes than this to the CPU. Measured on the
+// H200 machine (16 cores) with the SIMD CPU backend (bench/gpu/gpu_bench.cu,
+// bench_break_even; bench/results/h200-break-even.jsonl): one 768-dim f32
+// query, k = 10, the whole host call: CPU 0.015 ms against CUDA 0.095 ms at
+// 256 vectors (768 KiB), 0.115 against 0.100 ms at 1024 vectors (3 MiB),
+// and CUDA faster at every larger size (0.92 against 0.19 ms at 65536).
+constexpr uint64_t kAutoGpuMinBytes = 3ull << 20;
 // Pair scoring, resampling and normalisation of host buffers: the GPU must
 // first receive every input byte over PCIe and send the output back, while
-// the CPU reads them in place. Measured on the H200 machine
+// the CPU reads them in place. Measured on the same machine
 // (bench/gpu/ops_bench.cu, "break-even ... (host call)" rows): pairs over a
-// 10k x 1024 f16 table, CPU 9.2 ms against CUDA 10.4 ms at 1k pairs (4 MB
-// of rows), 15.0 against 10.0 ms at 10k pairs (41 MB); normalising
-// n x 768 f32 rows, the CPU was faster at every size from 1k rows (0.78
-// against 1.22 ms) to 1M rows (0.74 against 1.28 s), so AUTO keeps row
-// operations of host buffers on the CPU (UINT64_MAX).
-constexpr uint64_t kAutoGpuMinBytesPairs = 16ull << 20;
+// 10k x 1024 f16 table, CPU 4.08 ms against CUDA 5.15 ms at 10k pairs
+// (41 MB of rows), 5.97 against 5.20 ms at 100k pairs (410 MB), 30.6 against
+// 12.0 ms at 1M; normalising n x 768 f32 rows (1k to 1M rows) and
+// resampling b x 512 -> 256 x 64 f32 (b = 64 to 4096) the CPU was faster
+// at every size, so AUTO keeps them on the CPU (UINT64_MAX) for host
+// buffers.
+constexpr uint64_t kAutoGpuMinBytesPairs = 128ull << 20;
 constexpr uint64_t kAutoGpuMinBytesRows = UINT64_MAX;
 // The AUTO threshold of one operation on host buffers.
 uint64_t auto_gpu_min_bytes(Op op);
