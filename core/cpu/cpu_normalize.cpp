@@ -16,12 +16,12 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
     const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
     for (int64_t r = 0; r < rows; ++r)
       simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim, stream);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
   for (int64_t r = 0; r < rows; ++r) {
     const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;
     void* out = static_cast<unsigned char*>(a.out) + static_cast<uint64_t>(r) * a.dim * esz;
@@ -43,13 +43,13 @@ void CpuBackend::layer_norm(const NormArgs& a) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
     const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
     for (int64_t r = 0; r < rows; ++r)
       simd::layer_norm_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
                            a.gamma, a.beta, a.eps, stream);
     return;
   }
-#pragma omp parallel for schedule(static) num_threads(threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
   for (int64_t r = 0; r < rows; ++r) {
     const void* in = static_cast<const unsigned char*>(a.in) + static_cast<uint64_t>(r) * a.dim * esz;
     void* out = static_cast<unsigned char*>(a.out) + static_cast<uint64_t>(r) * a.dim * esz;

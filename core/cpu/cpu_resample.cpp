@@ -39,7 +39,7 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
   const T* tt = static_cast<const T*>(a.tgt_times);
   const int64_t total = static_cast<int64_t>(a.batch * a.n_tgt);
   const bool stream = a.batch * a.n_tgt * D * esz >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(be.threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(be.threads())
   for (int64_t bt = 0; bt < total; ++bt) {
     const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
     void* dst = out + (b * a.n_tgt + t) * D * esz;
