@@ -3,10 +3,11 @@
 JOBS  ?= $(shell nproc)
 BUILD ?= build
 ASAN  ?= build-asan
+TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-rust bench clean format
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format fuzz fuzz-build
 
 all: build
 
@@ -19,8 +20,9 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
+# The mnemo tool on generated data: gen, build, search, eval (examples/demo/run.sh).
 demo: build
-	cd $(BUILD) && ./bin/mnemo_demo
+	sh examples/demo/run.sh $(BUILD)
 
 test-cpp: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -36,10 +38,23 @@ test-asan: deps $(ASAN)/CMakeCache.txt
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE nosan
 
+$(TSAN)/CMakeCache.txt:
+	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=ON \
+	  -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=thread
+
+# ThreadSanitizer run of the concurrency stress suite (label tsan), CPU only.
+# libgomp is not instrumented: under TSan the suite gives its runtime one CPU
+# thread and OMP_NUM_THREADS=1 keeps OpenMP regions on the calling thread, so
+# every report concerns mnemo's own synchronisation.
+test-tsan: deps $(TSAN)/CMakeCache.txt
+	cmake --build $(TSAN) -j$(JOBS) --target mnemo_stress_tests
+	OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir $(TSAN) --output-on-failure -L tsan
+
 test-rust: build
 	@if [ -x scripts/rust-check.sh ]; then MNEMO_LIB_DIR=$(CURDIR)/$(BUILD)/lib bash scripts/rust-check.sh $(CURDIR)/$(BUILD); fi
 
-test: test-cpp test-asan test-rust
+test: test-cpp test-asan test-tsan test-rust
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
@@ -52,8 +67,24 @@ bench:
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"
 
+# libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
+# each for FUZZ_SECONDS and prints executions, coverage and findings.
+FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= abi_calls precision resample pairs store_file
+
+$(FUZZ)/CMakeCache.txt:
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=OFF \
+	  -DMNEMO_BUILD_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
+
+fuzz-build: deps $(FUZZ)/CMakeCache.txt
+	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_all
+
+fuzz: fuzz-build
+	bash fuzz/run.sh $(FUZZ)/bin $(FUZZ)/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 format:
 	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(BENCH)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(BENCH)

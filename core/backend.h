@@ -14,7 +14,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 1;
+constexpr int32_t kModuleInterfaceVersion = 2;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -36,7 +36,18 @@ struct SimilarityArgs {
   float* scores = nullptr;  // [nq x targets.rows]
 };
 
+// Where the buffers of a call live. Device memory comes with the caller's
+// stream; content checks (indices, lengths, sorted times, and non-finite
+// values when `validate`) are then the backend's job, as the host cannot
+// read the data.
+struct Placement {
+  bool on_device = false;
+  void* stream = nullptr;  // cudaStream_t of the caller
+  bool validate = true;
+};
+
 struct PairsArgs {
+  Placement place;
   Metric metric = Metric::cosine;
   MatrixView table;
   const void* src = nullptr;
@@ -47,6 +58,7 @@ struct PairsArgs {
 };
 
 struct ResampleArgs {
+  Placement place;
   const void* data = nullptr;
   DType data_dtype = DType::f32;
   uint64_t batch = 0, n_src = 0, dim = 0, n_tgt = 0;
@@ -59,6 +71,7 @@ struct ResampleArgs {
 };
 
 struct NormArgs {
+  Placement place;
   const void* in = nullptr;
   void* out = nullptr;
   DType dtype = DType::f32;
@@ -76,6 +89,8 @@ class StoreMirror {
   // Called under the store's write lock after slots [first, first + count)
   // changed or the slot count changed (then first = 0, count = view.slots).
   virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
+  // Device memory this mirror holds, for store statistics; 0 when unknown.
+  virtual uint64_t device_bytes() const { return 0; }
 };
 
 struct SearchArgs {

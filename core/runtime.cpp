@@ -35,7 +35,11 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
     if (!gpu_) fail(code, why);
     reason_ = "CUDA backend requested";
   } else if (gpu_) {
-    reason_ = "AUTO: GPU available; work under " + std::to_string(kAutoGpuMinBytes) + " bytes runs on the CPU";
+    reason_ = "AUTO: GPU available; searches and similarity under " + std::to_string(kAutoGpuMinBytes) +
+              " bytes run on the CPU";
+    reason_ += "; pairs of host buffers from " + std::to_string(kAutoGpuMinBytesPairs) +
+               " bytes of rows on the GPU; resampling and normalisation of host buffers on the CPU (their _device "
+               "calls on the GPU)";
   }
   if (gpu_) {
     std::string cpu_ops;
@@ -55,7 +59,24 @@ Runtime::~Runtime() = default;
 Backend& Runtime::pick(Op op, uint64_t work_bytes) const {
   if (!gpu_ || !gpu_->implements(op)) return *cpu_;
   if (opts_.backend == BackendKind::cuda) return *gpu_;
-  return work_bytes >= kAutoGpuMinBytes ? *gpu_ : *cpu_;
+  return work_bytes >= auto_gpu_min_bytes(op) ? *gpu_ : *cpu_;
+}
+
+Backend& Runtime::device_backend(Op op) const {
+  if (!gpu_)
+    fail(Code::backend_unavailable,
+         "device pointers need a runtime on the CUDA backend (this runtime runs on the CPU: " + reason_ + ")");
+  if (!gpu_->implements(op)) fail(Code::unsupported, "the CUDA backend does not run this operation on device pointers");
+  return *gpu_;
+}
+
+uint64_t auto_gpu_min_bytes(Op op) {
+  switch (op) {
+    case Op::similarity:
+    case Op::search: return kAutoGpuMinBytes;
+    case Op::score_pairs: return kAutoGpuMinBytesPairs;
+    default: return kAutoGpuMinBytesRows;
+  }
 }
 
 RuntimeReport Runtime::report() const {

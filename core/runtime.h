@@ -37,6 +37,19 @@ struct RuntimeReport {
 // at 256 vectors (768 KiB), the smallest size measured, and faster at every
 // larger size. Re-measure when the CPU kernels change.
 constexpr uint64_t kAutoGpuMinBytes = 768ull << 10;
+// Pair scoring, resampling and normalisation of host buffers: the GPU must
+// first receive every input byte over PCIe and send the output back, while
+// the CPU reads them in place. Measured on the H200 machine
+// (bench/gpu/ops_bench.cu, "break-even ... (host call)" rows): pairs over a
+// 10k x 1024 f16 table, CPU 9.2 ms against CUDA 10.4 ms at 1k pairs (4 MB
+// of rows), 15.0 against 10.0 ms at 10k pairs (41 MB); normalising
+// n x 768 f32 rows, the CPU was faster at every size from 1k rows (0.78
+// against 1.22 ms) to 1M rows (0.74 against 1.28 s), so AUTO keeps row
+// operations of host buffers on the CPU (UINT64_MAX).
+constexpr uint64_t kAutoGpuMinBytesPairs = 16ull << 20;
+constexpr uint64_t kAutoGpuMinBytesRows = UINT64_MAX;
+// The AUTO threshold of one operation on host buffers.
+uint64_t auto_gpu_min_bytes(Op op);
 constexpr uint64_t kDefaultWorkspaceBytes = 1ull << 30;
 
 class Runtime {
@@ -50,6 +63,9 @@ class Runtime {
   Backend* gpu() const { return gpu_.get(); }
   // The backend for one call of `op` touching `work_bytes` of data.
   Backend& pick(Op op, uint64_t work_bytes) const;
+  // The backend for a call on device pointers: the GPU one, or
+  // BACKEND_UNAVAILABLE.
+  Backend& device_backend(Op op) const;
   // The backend whose memory new stores live in (GPU when one is in use).
   Backend& store_home() const { return gpu_ ? *gpu_ : *cpu_; }
   RuntimeReport report() const;

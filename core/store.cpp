@@ -7,6 +7,7 @@
 #include "checked.h"
 #include "cpu/row_ops.h"
 #include "error.h"
+#include "store_io.h"
 
 namespace mnemo {
 
@@ -47,6 +48,10 @@ void Store::mirror_update(uint64_t first, uint64_t count) {
 void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
   if (count == 0) return;
   auto lock = write_lock();
+  add_locked(ids, vectors, vdt, count, true);
+}
+
+void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal) {
   // Plan first: which ids are new (repeated ids in the batch count once), so
   // every allocation happens before the store changes.
   std::unordered_map<uint64_t, uint64_t> fresh;  // id -> new slot
@@ -60,6 +65,10 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
   biases_.reserve(new_slots);
   slot_of_.reserve(slot_of_.size() + fresh.size());
   std::vector<uint64_t> touched(count);
+  // Journal before the change: once the record is on disk the write is
+  // acknowledged; if it cannot be written the store stays as it was.
+  if (journal && journal_)
+    journal_->append(JournalOp::add, count, vdt, ids, vectors, checked_mul(count, dim_, dtype_size(vdt), "vectors"));
 
   // Commit: nothing below allocates except the (reserved) containers.
   vectors_.resize(new_slots * row_bytes_);
@@ -88,6 +97,16 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
 
 uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
   auto lock = write_lock();
+  return remove_locked(ids, count, true);
+}
+
+uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal) {
+  if (journal && journal_) {
+    // Only removals that change something are journaled.
+    bool any = false;
+    for (uint64_t i = 0; i < count && !any; ++i) any = slot_of_.count(ids[i]) != 0;
+    if (any) journal_->append(JournalOp::remove, count, DType::f32, ids, nullptr, 0);
+  }
   uint64_t removed = 0, lo = UINT64_MAX, hi = 0;
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -160,6 +179,10 @@ bool Store::get(uint64_t id, float* out) const {
 
 void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
   auto lock = write_lock();
+  set_bias_locked(ids, biases, count, true);
+}
+
+void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal) {
   std::vector<uint64_t> slots(count);
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -168,6 +191,7 @@ void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
     slots[i] = it->second;
   }
   if (count == 0) return;
+  if (journal && journal_) journal_->append(JournalOp::set_bias, count, DType::f32, ids, biases, count * 4);
   for (uint64_t i = 0; i < count; ++i) biases_[slots[i]] = biases[i];
   const auto [lo, hi] = std::minmax_element(slots.begin(), slots.end());
   mirror_update(*lo, *hi - *lo + 1);
@@ -209,7 +233,11 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
 
 StoreContents Store::snapshot() const {
   auto lock = read_lock();
-  StoreContents c{dim_, dtype_, metric_, {}, {}, {}};
+  return contents_locked();
+}
+
+StoreContents Store::contents_locked() const {
+  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, journal_ ? journal_->last_seq() : 0};
   c.ids.reserve(slot_of_.size());
   c.vectors.reserve(slot_of_.size() * row_bytes_);
   c.biases.reserve(slot_of_.size());
@@ -221,6 +249,65 @@ StoreContents Store::snapshot() const {
     c.biases.push_back(biases_[s]);
   }
   return c;
+}
+
+StoreStats Store::stats() const {
+  auto lock = read_lock();
+  StoreStats st{};
+  st.vectors = slot_of_.size();
+  st.tombstones = dead_;
+  st.slots = slot_ids_.size();
+  // The store's own arrays and its id index (nodes of an id and a slot).
+  st.host_bytes = vectors_.size() + slot_ids_.capacity() * sizeof(uint64_t) + norms_.capacity() * sizeof(float) +
+                  biases_.capacity() * sizeof(float) + slot_of_.bucket_count() * sizeof(void*) +
+                  slot_of_.size() * (2 * sizeof(uint64_t) + sizeof(void*));
+  st.device_bytes = mirror_ ? mirror_->device_bytes() : 0;
+  st.durable = journal_ != nullptr;
+  if (journal_) {
+    st.journal_records = journal_->records();
+    st.journal_bytes = journal_->bytes();
+    st.seq = journal_->last_seq();
+  }
+  return st;
+}
+
+void Store::apply(const JournalRecord& r) {
+  auto lock = write_lock();
+  switch (r.op) {
+    case JournalOp::add: {
+      // The record's bytes sit at any offset: copy to aligned memory.
+      AlignedBuffer v;
+      v.resize(r.data_bytes);
+      std::memcpy(v.data(), r.data, r.data_bytes);
+      add_locked(r.ids, v.data(), r.dtype, r.count, false);
+      break;
+    }
+    case JournalOp::remove: remove_locked(r.ids, r.count, false); break;
+    case JournalOp::set_bias: {
+      std::vector<float> b(r.count);
+      std::memcpy(b.data(), r.data, r.count * 4);
+      set_bias_locked(r.ids, b.data(), r.count, false);
+      break;
+    }
+  }
+}
+
+void Store::attach_journal(std::unique_ptr<Journal> journal, std::string snapshot_path) {
+  auto lock = write_lock();
+  journal_ = std::move(journal);
+  snapshot_path_ = std::move(snapshot_path);
+}
+
+void Store::checkpoint() {
+  // Exclusive, like a write: the snapshot and the fresh journal must meet at
+  // one sequence number, and the journal's counters change.
+  auto lock = write_lock();
+  if (!journal_) fail(Code::unsupported, "the store was not opened in durable mode (mnemo_store_open_durable)");
+  const StoreContents c = contents_locked();
+  // Snapshot first, then the journal: a crash between the two leaves a
+  // journal whose records the snapshot already holds, which replay skips.
+  replace_file(snapshot_path_, encode_store(c));
+  journal_->reset(c.seq);
 }
 
 }  // namespace mnemo

@@ -1,7 +1,8 @@
 // The memory store: caller-chosen uint64 ids, vectors in a storage dtype,
 // a bias per memory. Upsert keeps a memory's slot; remove tombstones and
 // compacts once a quarter of the slots are dead. Searches share a reader
-// lock; writes take it exclusively.
+// lock; writes take it exclusively. A durable store writes each change to its
+// journal (store_journal.h) before applying it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "aligned_buffer.h"
 #include "backend.h"
 #include "runtime.h"
+#include "store_journal.h"
 
 namespace mnemo {
 
@@ -34,6 +36,13 @@ struct StoreContents {  // a consistent copy for saving
   std::vector<uint64_t> ids;
   std::vector<unsigned char> vectors;
   std::vector<float> biases;
+  uint64_t seq = 0;  // the last journaled write these contents include
+};
+
+struct StoreStats {
+  uint64_t vectors, tombstones, slots, host_bytes, device_bytes;
+  bool durable;
+  uint64_t journal_records, journal_bytes, seq;
 };
 
 class Store {
@@ -60,9 +69,23 @@ class Store {
               uint64_t* out_ids, float* out_scores) const;
 
   StoreContents snapshot() const;
+  StoreStats stats() const;
+
+  // Replay of one journal record (before a journal is attached).
+  void apply(const JournalRecord& r);
+  // From now on every write goes to `journal` first; checkpoint() writes
+  // the snapshot to `snapshot_path` and starts the journal afresh.
+  void attach_journal(std::unique_ptr<Journal> journal, std::string snapshot_path);
+  bool durable() const { return journal_ != nullptr; }
+  // Throws unsupported for a store opened without a journal.
+  void checkpoint();
 
  private:
   StoreView view() const;
+  StoreContents contents_locked() const;
+  void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal);
+  uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
+  void set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal);
   void mirror_update(uint64_t first, uint64_t count);
   void compact();
 
@@ -83,10 +106,26 @@ class Store {
   std::unordered_map<uint64_t, uint64_t> slot_of_;
   uint64_t dead_ = 0;
   std::unique_ptr<StoreMirror> mirror_;
+  std::unique_ptr<Journal> journal_;
+  std::string snapshot_path_;
 };
 
-// Persistence (store_file.cpp).
+struct DurableOptions {
+  std::string path;          // the snapshot
+  std::string journal_path;  // empty: path + ".journal"
+  bool sync_each = true;     // fdatasync every write before it returns
+  // Shape of a new store when `path` does not exist; dim 0: it must exist.
+  uint64_t dim = 0;
+  DType dtype = DType::f32;
+  Metric metric = Metric::cosine;
+};
+
+// Persistence (store_file.cpp). load_store puts the snapshot's journal
+// sequence into *seq when given.
+std::string encode_store(const StoreContents& c);
 void save_store(const Store& store, const std::string& path);
-std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path);
+std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq = nullptr);
+// A store that survives crashes: snapshot plus journal (store_durable.cpp).
+std::unique_ptr<Store> open_durable(const Runtime& rt, const DurableOptions& opts);
 
 }  // namespace mnemo

@@ -1,23 +1,23 @@
-// The store file format (version 1), little-endian:
+// The store file format (version 2), little-endian:
 //   header  "MNEMOST1" u32 version u32 header_bytes u64 dim i32 dtype i32 metric
-//           u64 count u64 xxh3(header fields before it)
+//           u64 count u64 seq u64 xxh3(header fields before it)
 //   then three sections, each: u32 tag u32 zero u64 bytes <payload> u64 xxh3(payload)
 //           tag 1 ids [count] u64, tag 2 vectors [count x dim] dtype, tag 3 biases [count] f32
-// Written to a temporary file, flushed, renamed over the target and the
-// folder flushed, so a crash leaves the old file or the new one, never half.
-#include <fcntl.h>
-#include <unistd.h>
+// seq is the last journaled write the file holds (0 without a journal), so a
+// durable store replays only the journal records after it. Version 1 files
+// (no seq) are still read. Written to a temporary file, flushed, renamed over
+// the target and the folder flushed, so a crash leaves the old file or the
+// new one, never half.
 #include <xxhash.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <unordered_set>
 
 #include "checked.h"
 #include "error.h"
 #include "store.h"
+#include "store_io.h"
 #include "validate.h"
 
 namespace mnemo {
@@ -25,8 +25,10 @@ namespace mnemo {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'O', 'S', 'T', '1'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr uint32_t kHeaderBytes = 8 + 4 + 4 + 8 + 4 + 4 + 8;  // before the header checksum
+constexpr uint32_t kFormatVersion = 2;
+// Header bytes before the header checksum, by version.
+constexpr uint32_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 4 + 4 + 8;
+constexpr uint32_t kHeaderBytes = kHeaderBytesV1 + 8;
 enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3 };
 
 template <class T>
@@ -40,20 +42,6 @@ void put_section(std::string& b, uint32_t tag, const void* data, uint64_t bytes)
   put<uint64_t>(b, bytes);
   b.append(static_cast<const char*>(data), bytes);
   put<uint64_t>(b, XXH3_64bits(data, bytes));
-}
-
-std::string sys_error(const std::string& what, const std::string& path) {
-  return what + " '" + path + "': " + std::strerror(errno);
-}
-
-void write_all(int fd, const std::string& data, const std::string& path) {
-  size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t w = ::write(fd, data.data() + off, data.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail(Code::io, sys_error("cannot write", path));
-    off += static_cast<size_t>(w);
-  }
 }
 
 // Reads fields from the file image, refusing to run past its end.
@@ -93,8 +81,7 @@ const char* section(Reader& r, uint32_t tag, uint64_t expect_bytes, const char* 
 
 }  // namespace
 
-void save_store(const Store& store, const std::string& path) {
-  const StoreContents c = store.snapshot();
+std::string encode_store(const StoreContents& c) {
   const uint64_t count = c.ids.size();
   std::string b;
   b.append(kMagic, 8);
@@ -104,53 +91,32 @@ void save_store(const Store& store, const std::string& path) {
   put<int32_t>(b, static_cast<int32_t>(c.dtype));
   put<int32_t>(b, static_cast<int32_t>(c.metric));
   put<uint64_t>(b, count);
+  put<uint64_t>(b, c.seq);
   put<uint64_t>(b, XXH3_64bits(b.data(), b.size()));
   put_section(b, kTagIds, c.ids.data(), count * 8);
   put_section(b, kTagVectors, c.vectors.data(), c.vectors.size());
   put_section(b, kTagBiases, c.biases.data(), count * 4);
-
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(Code::io, sys_error("cannot create", tmp));
-  try {
-    write_all(fd, b, tmp);
-    if (::fsync(fd) != 0) fail(Code::io, sys_error("cannot flush", tmp));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string msg = sys_error("cannot rename into", path);
-    ::unlink(tmp.c_str());
-    fail(Code::io, msg);
-  }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // best effort: some filesystems refuse fsync on folders
-    ::close(dfd);
-  }
+  return b;
 }
 
-std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(Code::io, sys_error("cannot open", path));
-  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) fail(Code::io, sys_error("cannot read", path));
+void save_store(const Store& store, const std::string& path) { replace_file(path, encode_store(store.snapshot())); }
+
+std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq_out) {
+  const std::string buf = read_file(path);
 
   Reader r(buf, path);
   if (std::memcmp(r.take(8, "header"), kMagic, 8) != 0) fail(Code::corrupt, path + ": not a mnemo store file");
   const uint32_t version = r.get<uint32_t>("header");
-  if (version != kFormatVersion) fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
-  if (r.get<uint32_t>("header") != kHeaderBytes) fail(Code::corrupt, path + ": bad header size");
+  if (version != 1 && version != kFormatVersion)
+    fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
+  const uint32_t header_bytes = version == 1 ? kHeaderBytesV1 : kHeaderBytes;
+  if (r.get<uint32_t>("header") != header_bytes) fail(Code::corrupt, path + ": bad header size");
   const uint64_t dim = r.get<uint64_t>("header");
   const int32_t dtype = r.get<int32_t>("header");
   const int32_t metric = r.get<int32_t>("header");
   const uint64_t count = r.get<uint64_t>("header");
-  if (r.get<uint64_t>("header") != XXH3_64bits(buf.data(), kHeaderBytes))
+  const uint64_t seq = version == 1 ? 0 : r.get<uint64_t>("header");
+  if (r.get<uint64_t>("header") != XXH3_64bits(buf.data(), header_bytes))
     fail(Code::corrupt, path + ": header checksum mismatch");
   if (dim == 0 || dim > 65536) fail(Code::corrupt, path + ": bad dimension");
   if (dtype < 1 || dtype > 3) fail(Code::corrupt, path + ": bad storage dtype");
@@ -170,10 +136,13 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path) {
   const char* biases = section(r, kTagBiases, count * 4, "biases", path);
   if (!r.at_end()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
+  // An empty store has empty vectors, whose data() may be null: no memcpy.
   std::vector<uint64_t> id_list(count);
-  std::memcpy(id_list.data(), ids, id_bytes);
   std::vector<float> bias_list(count);
-  std::memcpy(bias_list.data(), biases, count * 4);
+  if (count > 0) {
+    std::memcpy(id_list.data(), ids, id_bytes);
+    std::memcpy(bias_list.data(), biases, count * 4);
+  }
   std::unordered_set<uint64_t> seen;
   seen.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -191,6 +160,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path) {
     store->add(id_list.data(), aligned.data(), dt, count);
     store->set_bias(id_list.data(), bias_list.data(), count);
   }
+  if (seq_out) *seq_out = seq;
   return store;
 }
 

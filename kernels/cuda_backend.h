@@ -14,12 +14,23 @@ namespace mnemo::cuda {
 // scan (the scan re-reads the store once per 4 queries).
 constexpr uint64_t kGemmMinQueries = 16;
 
+// Pair scoring sorts pairs by source when there are at least this many
+// pairs over a table of at least this many bytes (below, the rows stay in
+// L2 or the sort costs more than the repeated source reads it saves).
+// Measured on an H200 (bench/gpu/ops_bench.cu, "break-even pairs gather vs
+// sorted" rows, 1024-dim f16): over 1M rows the gather wins up to 262k
+// pairs (0.28 against 0.36 ms), ties at 1M (1.00 / 1.01 ms) and loses at
+// 4M (3.61 against 3.09 ms); over 10k rows (20 MB, inside L2) the gather
+// wins at every count up to 4M.
+constexpr uint64_t kPairsSortMinPairs = 2ull << 20;
+constexpr uint64_t kPairsSortMinTableBytes = 64ull << 20;
+bool pairs_use_sort(uint64_t n_pairs, uint64_t n_items, uint64_t dim, DType dt);
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const BackendConfig& cfg, const std::string& device_name, int sm_count, size_t memory);
   BackendKind kind() const override { return BackendKind::cuda; }
   std::string description() const override { return description_; }
-  bool implements(Op op) const override { return op == Op::similarity || op == Op::search; }
 
   void similarity(const SimilarityArgs& a) override;
   void search(const SearchArgs& a) override;

@@ -19,9 +19,16 @@ ExecContext::ExecContext(int dev) : device(dev) {
     check_blas(s, "cublasCreate");
   }
   check_blas(cublasSetStream(blas, stream), "cublasSetStream");
+  MNEMO_CUDA_CHECK(cudaEventCreateWithFlags(&last_use, cudaEventDisableTiming));
+  // Recorded once so every wait on it is well defined.
+  MNEMO_CUDA_CHECK(cudaEventRecord(last_use, stream));
 }
 
 ExecContext::~ExecContext() {
+  if (last_use) {
+    cudaEventSynchronize(last_use);
+    cudaEventDestroy(last_use);
+  }
   if (blas) cublasDestroy(blas);
   if (stream) cudaStreamDestroy(stream);
 }
@@ -38,6 +45,9 @@ ContextPool::Lease ContextPool::acquire() {
   if (!c) c = std::make_unique<ExecContext>(device_);
   // The calling thread may have another device current.
   MNEMO_CUDA_CHECK(cudaSetDevice(device_));
+  // Work a device-pointer call left on a caller's stream may still use the
+  // buffers: this context's own stream waits for it.
+  MNEMO_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->last_use, 0));
   return Lease(*this, std::move(c));
 }
 

@@ -22,10 +22,36 @@ struct ExecContext {
 
   // Scratch of at least `bytes`, carved by the caller; contents undefined.
   void* scratch(size_t bytes) {
+    // Growing frees the old buffer: work queued on a caller's stream may
+    // still be using it.
+    if (bytes > work.size()) MNEMO_CUDA_CHECK(cudaEventSynchronize(last_use));
     work.reserve(bytes);
     return work.get();
   }
   void sync() { MNEMO_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+  // Calls on device pointers run on the caller's stream `st` and return
+  // without waiting: begin_on orders this context's earlier work (on any
+  // stream) before st's, end_on marks st's new work as the last use.
+  void begin_on(cudaStream_t st) {
+    MNEMO_CUDA_CHECK(cudaStreamWaitEvent(st, last_use, 0));
+    if (st != stream) MNEMO_CUDA_CHECK(cudaStreamWaitEvent(stream, last_use, 0));
+  }
+  void end_on(cudaStream_t st) { MNEMO_CUDA_CHECK(cudaEventRecord(last_use, st)); }
+
+  // Runs content checks that leave first-offending positions in `n` device
+  // words (set to UINT64_MAX first), then copies them back, waiting on st.
+  template <class F>
+  const uint64_t* check_words(cudaStream_t st, int n, F&& launch) {
+    checks.reserve(static_cast<size_t>(n) * 8);
+    checks_host.reserve(static_cast<size_t>(n) * 8);
+    MNEMO_CUDA_CHECK(cudaMemsetAsync(checks.get(), 0xff, static_cast<size_t>(n) * 8, st));
+    launch(checks.get<unsigned long long>());
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(checks_host.get(), checks.get(), static_cast<size_t>(n) * 8, cudaMemcpyDeviceToHost, st));
+    MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
+    return checks_host.get<uint64_t>();
+  }
 
   int device;
   cudaStream_t stream = nullptr;
@@ -34,6 +60,9 @@ struct ExecContext {
   DeviceBuffer work2;  // a second region for outputs that outlive a scratch phase
   DeviceBuffer io;     // inputs and outputs of one call (queries, results)
   PinnedBuffer staging;
+  DeviceBuffer checks;  // first-offending positions of device content checks
+  PinnedBuffer checks_host;
+  cudaEvent_t last_use = nullptr;  // the last work that used these buffers
 };
 
 class ContextPool {

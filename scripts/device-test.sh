@@ -72,10 +72,10 @@ run() {
   step "gpu tests" 240 .device/bin/mnemo_gpu_tests
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
-  step "memcheck (subset)" 240 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*"
+  step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*"
   step "racecheck (subset)" 180 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*"
+    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097"
   fi
   if python3 -c "import numpy, pytest" 2>/dev/null; then
     step "python on CUDA" 120 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
@@ -84,8 +84,10 @@ run() {
   if [ -x .device/bin/rust_differential ]; then
     step "rust differential" 300 env MNEMO_TEST_CUDA=1 .device/bin/rust_differential
   fi
-  step "gpu benchmark" 200 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
+  step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
+  step "torch ops peer" 200 python3 bench/gpu/torch_ops_peer.py "$out/torch_ops.jsonl"
+  cat "$out/torch_ops.jsonl" >>"$out/torch_gpu.jsonl" 2>/dev/null
   grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
   echo

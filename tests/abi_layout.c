@@ -47,6 +47,26 @@ ABI_CHECK(offsetof(mnemo_search_options, filter_count) == 24);
 ABI_CHECK(offsetof(mnemo_search_options, apply_bias) == 32);
 ABI_CHECK(offsetof(mnemo_search_options, reserved0) == 36);
 
+ABI_CHECK(sizeof(mnemo_durable_options) == 32);
+ABI_CHECK(offsetof(mnemo_durable_options, struct_size) == 0);
+ABI_CHECK(offsetof(mnemo_durable_options, sync) == 4);
+ABI_CHECK(offsetof(mnemo_durable_options, journal_path) == 8);
+ABI_CHECK(offsetof(mnemo_durable_options, dim) == 16);
+ABI_CHECK(offsetof(mnemo_durable_options, dtype) == 24);
+ABI_CHECK(offsetof(mnemo_durable_options, metric) == 28);
+
+ABI_CHECK(sizeof(mnemo_store_statistics) == 72);
+ABI_CHECK(offsetof(mnemo_store_statistics, struct_size) == 0);
+ABI_CHECK(offsetof(mnemo_store_statistics, durable) == 4);
+ABI_CHECK(offsetof(mnemo_store_statistics, vectors) == 8);
+ABI_CHECK(offsetof(mnemo_store_statistics, tombstones) == 16);
+ABI_CHECK(offsetof(mnemo_store_statistics, slots) == 24);
+ABI_CHECK(offsetof(mnemo_store_statistics, host_bytes) == 32);
+ABI_CHECK(offsetof(mnemo_store_statistics, device_bytes) == 40);
+ABI_CHECK(offsetof(mnemo_store_statistics, journal_records) == 48);
+ABI_CHECK(offsetof(mnemo_store_statistics, journal_bytes) == 56);
+ABI_CHECK(offsetof(mnemo_store_statistics, sequence) == 64);
+
 ABI_CHECK(sizeof(mnemo_resample_options) == 24);
 ABI_CHECK(offsetof(mnemo_resample_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_resample_options, reserved0) == 4);
@@ -100,6 +120,8 @@ ABI_CHECK(MNEMO_PRECISION_FAST == 1);
 ABI_CHECK(MNEMO_FILTER_NONE == 0);
 ABI_CHECK(MNEMO_FILTER_IDS == 1);
 ABI_CHECK(MNEMO_FILTER_SLOT_BITMAP == 2);
+ABI_CHECK(MNEMO_SYNC_EACH_WRITE == 0);
+ABI_CHECK(MNEMO_SYNC_OS == 1);
 
 /* A C caller links and runs: the initialisers fill struct_size, the library
    is the one this header describes, and a runtime round trip works. */
@@ -107,12 +129,14 @@ int main(void) {
   mnemo_runtime_options o = mnemo_runtime_options_default();
   mnemo_search_options so = mnemo_search_options_default();
   mnemo_resample_options ro = mnemo_resample_options_default();
+  mnemo_durable_options dop = mnemo_durable_options_default();
   mnemo_runtime* rt = NULL;
   mnemo_runtime_report info;
 
   if (o.struct_size != sizeof o) return 1;
   if (so.struct_size != sizeof so) return 2;
   if (ro.struct_size != sizeof ro) return 3;
+  if (dop.struct_size != sizeof dop || dop.journal_path != NULL) return 9;
   if (mnemo_abi_version() != MNEMO_ABI_VERSION) return 4;
   if (strcmp(mnemo_status_name(MNEMO_E_CORRUPT), "MNEMO_E_CORRUPT") != 0) return 5;
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.cuh"
 #include "cuda_backend.h"
 #include "exec_context.h"
 #include "mnemo.h"
@@ -20,86 +21,9 @@
 
 using namespace mnemo;
 using namespace mnemo::cuda;
+using namespace mnemo::cuda::bench;
 
 namespace {
-
-FILE* g_out = nullptr;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median milliseconds of fn() over `reps` runs after `warm` warm-up runs.
-// All runs are queued back to back, each between its own pair of events,
-// and the host waits once at the end: the GPU never idles between runs (an
-// idle H200 drops its clocks, which would inflate short kernels).
-double time_ms(cudaStream_t st, const std::function<void(int)>& fn, int reps = 20, int warm = 3) {
-  for (int i = 0; i < warm; ++i) fn(i);
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) check(cudaEventCreate(&e), "event");
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(ev[2 * i], st), "record");
-    fn(i);
-    check(cudaEventRecord(ev[2 * i + 1], st), "record");
-  }
-  check(cudaEventSynchronize(ev.back()), "sync");
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "elapsed");
-    t.push_back(ms);
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(t);
-}
-
-__global__ void fill_random(float* p, uint64_t n, uint64_t seed) {
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    p[i] = static_cast<float>(x >> 40) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
-  }
-}
-
-__global__ void to_half(const float* s, __half* d, uint64_t n) {
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
-    d[i] = __float2half(s[i]);
-}
-
-__global__ void iota_ids(uint64_t* ids, uint64_t n) {
-  const uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) ids[i] = i;
-}
-
-__global__ void read_kernel(const float4* p, uint64_t n, float* sink) {
-  float acc = 0.0f;
-  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    const float4 v = __ldg(p + i);
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 12345.678f) *sink = acc;  // keeps the loads alive
-}
-
-void row(const std::string& workload, const std::string& impl, double ms, double floor_ms,
-         const std::string& extra = "") {
-  std::fprintf(g_out,
-               "{\"workload\": \"%s\", \"impl\": \"%s\", \"median_ms\": %.6f, \"floor_ms\": %.6f, \"pct_of_floor\": "
-               "%.1f%s}\n",
-               workload.c_str(), impl.c_str(), ms, floor_ms, 100.0 * floor_ms / ms, extra.c_str());
-  std::fflush(g_out);
-  std::printf("%-44s %-22s %9.4f ms  floor %8.4f ms  %5.1f%%\n", workload.c_str(), impl.c_str(), ms, floor_ms,
-              100.0 * floor_ms / ms);
-}
-
-struct Floors {
-  double read_gbs, copy_gbs, tf32_tflops, fp16_tflops, fp32_tflops;
-};
 
 Floors measure_floors(ExecContext& ctx) {
   Floors f{};
@@ -366,6 +290,7 @@ int main(int argc, char** argv) {
     bench_break_even();
     bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
                  sms);
+    bench_ops(ctx, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
     return 1;

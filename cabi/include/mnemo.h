@@ -35,8 +35,9 @@
  * Exceptions. No C++ exception, abort or print ever leaves a mnemo function.
  * Threading.  mnemo_last_error() is per thread. A runtime may be used from
  *             many threads at once. A store may be searched from many threads
- *             at once; writes (add, remove, set_bias) are exclusive and are
- *             serialised by the store itself. A runtime must outlive its stores.
+ *             at once; writes (add, remove, set_bias, checkpoint) are
+ *             exclusive and are serialised by the store itself. A runtime
+ *             must outlive its stores.
  *
  * Numerical contract (identical on every backend), against a float64
  * reference computed over the same stored (rounded) values, dim <= 4096:
@@ -47,6 +48,15 @@
  *   - cosine with a zero-norm vector is 0;
  *   - storage in f16/bf16 is rounded to nearest even; arithmetic accumulates
  *     in f32 or wider.
+ * Scale and range (what the bounds above mean away from unit vectors):
+ *   - dot of any vectors x, y: |error| <= 1e-5 * |x| * |y| (1e-5 for unit
+ *     vectors); squared L2: |error| <= 1e-5 * exact + 2^-126 (the f32
+ *     normal floor); FAST scores before re-scoring: 2e-3 on the same scales
+ *     (|x| * |y| for dot, |x|^2 + |y|^2 for squared L2);
+ *   - the bounds hold for rows whose L2 norm lies in [2^-50, 2^50] (about
+ *     8.9e-16 to 1.1e15) or is zero. Beyond that range f32 accumulation can
+ *     overflow or underflow: scores carry no bound and may be infinite or
+ *     NaN, except that a search never returns NaN.
  */
 #ifndef MNEMO_H
 #define MNEMO_H
@@ -278,7 +288,9 @@ MNEMO_API void mnemo_store_destroy(mnemo_store* store);
    store's dtype (F32 input to an F16/BF16 store is rounded to nearest even).
    count = 0 does nothing.
    Errors: NULL_POINTER, MISALIGNED, DTYPE, OVERFLOW, OUT_OF_RANGE (id =
-   MNEMO_NO_ID, naming its position), NON_FINITE, OUT_OF_MEMORY. On error the
+   MNEMO_NO_ID, naming its position), NON_FINITE (also an F32 value that
+   rounds to infinity in an F16/BF16 store, e.g. 65520 for F16; validation
+   on), OUT_OF_MEMORY. On error the
    store is unchanged. Thread safety: exclusive (waits for running searches). */
 MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, const void* vectors,
                                        int32_t vectors_dtype, uint64_t count);
@@ -359,12 +371,95 @@ MNEMO_API mnemo_status mnemo_store_save(const mnemo_store* store, const char* pa
 /* Opens a store saved by mnemo_store_save on runtime rt.
    Errors: NULL_POINTER, IO (cannot open or read), CORRUPT (bad magic,
    unknown version, checksum mismatch, truncation, inconsistent counts; the
-   message says which), OUT_OF_MEMORY. Nothing is returned on error. */
+   message says which), OUT_OF_MEMORY. Nothing is returned on error. The
+   snapshot of a durable store opens too, without its journal (a copy that
+   lacks the writes made since its last checkpoint). */
 MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mnemo_store** out);
+
+/* Durable stores. A durable store is a snapshot file (the format of
+   mnemo_store_save) plus an append-only journal beside it. Every add, remove
+   and set_bias is appended to the journal, with its own checksum and sequence
+   number, before the call returns; with MNEMO_SYNC_EACH_WRITE the record is
+   on disk (fdatasync) by then, so every acknowledged write survives a crash
+   of the process or the machine. mnemo_store_checkpoint writes a new snapshot
+   and empties the journal; the snapshot records the last write it holds, so a
+   crash at any point of a checkpoint neither loses nor repeats a write.
+   Opening replays the journal records after the snapshot and ignores a torn
+   final record (a write cut short by the crash, never acknowledged). A
+   journal is used by one process at a time (a file lock). */
+enum mnemo_sync_policy {
+  MNEMO_SYNC_EACH_WRITE = 0, /* fdatasync before each write returns (default) */
+  MNEMO_SYNC_OS = 1          /* written at once, flushed by the OS: survives a
+                                crash of the process, not of the machine */
+};
+
+/* Options of mnemo_store_open_durable. Initialise with
+   mnemo_durable_options_default(); the struct only ever grows at the end. */
+typedef struct mnemo_durable_options {
+  uint32_t struct_size;     /* sizeof(mnemo_durable_options) */
+  int32_t sync;             /* enum mnemo_sync_policy; default EACH_WRITE */
+  const char* journal_path; /* NULL (default): the snapshot path + ".journal" */
+  /* The shape of a new store, created when no snapshot exists at the path.
+     dim = 0 (default): the store must exist. When a store exists and dim is
+     not 0, its shape must match (else MNEMO_E_SHAPE). */
+  uint64_t dim;
+  int32_t dtype;  /* default F32 */
+  int32_t metric; /* default COSINE */
+} mnemo_durable_options;
+
+MNEMO_API mnemo_durable_options mnemo_durable_options_default(void);
+
+/* Opens (or, with opts->dim set, creates) the durable store whose snapshot is
+   at `path`. opts may be NULL only for an existing store.
+   Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size, sync, dim > 65536,
+   metric), DTYPE, SHAPE, IO (no store and no dim; a file cannot be read,
+   written or locked: the journal is open in another process), CORRUPT
+   (snapshot or journal damaged anywhere but a torn final journal record,
+   files that do not belong together; the message says which), OUT_OF_MEMORY.
+   Nothing is returned on error. */
+MNEMO_API mnemo_status mnemo_store_open_durable(mnemo_runtime* rt, const char* path, const mnemo_durable_options* opts,
+                                                mnemo_store** out);
+
+/* Durable store: writes a new snapshot of the whole store (temporary file,
+   flushed, renamed, folder flushed) and starts an empty journal.
+   Errors: NULL_POINTER, UNSUPPORTED (not a durable store), IO.
+   Thread safety: exclusive, like a write. */
+MNEMO_API mnemo_status mnemo_store_checkpoint(mnemo_store* store);
+
+/* What a store holds. The caller sets struct_size first; a larger struct
+   from a newer header is accepted and only the known prefix is written. */
+typedef struct mnemo_store_statistics {
+  uint32_t struct_size;     /* sizeof(mnemo_store_statistics), set by the caller */
+  uint32_t durable;         /* 1 for a store opened by mnemo_store_open_durable */
+  uint64_t vectors;         /* live vectors (mnemo_store_count) */
+  uint64_t tombstones;      /* removed slots not yet compacted away */
+  uint64_t slots;           /* mnemo_store_slot_count */
+  uint64_t host_bytes;      /* host memory of vectors, norms, biases, id index */
+  uint64_t device_bytes;    /* device memory of the GPU copy; 0 without one */
+  uint64_t journal_records; /* writes journaled since the last snapshot */
+  uint64_t journal_bytes;   /* size of the journal file */
+  uint64_t sequence;        /* number of the last journaled write */
+} mnemo_store_statistics;
+
+/* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
+   Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_statistics* out);
 
 /* ------------------------------------------------------------------------ */
 /* Pair scoring                                                              */
 /* ------------------------------------------------------------------------ */
+
+/* Device-pointer variants (the _device functions below). Every buffer
+   argument is memory the runtime's GPU can use (cudaMalloc, managed, or
+   pinned host memory; pageable host memory is INVALID_ARGUMENT), with the
+   same shapes, alignment and rules as the host function. The work is queued
+   on `stream` (a cudaStream_t; NULL is the default stream) and the function
+   returns without waiting for it: the outputs are ready when the stream
+   reaches that point. The content checks the host functions make (indices
+   below n_items, valid lengths, sorted times; non-finite values unless the
+   runtime was created with validate = 0) read the inputs on the device and
+   wait for the stream before any output is written. A runtime without the
+   CUDA backend returns BACKEND_UNAVAILABLE. */
 
 /* scores[p] = metric(table[src[p]], table[tgt[p]]) for p < n_pairs, in input
    order. table: [n_items x dim] of table_dtype (F32, F16, BF16); src, tgt:
@@ -376,6 +471,12 @@ MNEMO_API mnemo_status mnemo_store_open(mnemo_runtime* rt, const char* path, mne
 MNEMO_API mnemo_status mnemo_score_pairs(mnemo_runtime* rt, int32_t metric, const void* table, int32_t table_dtype,
                                          uint64_t n_items, uint64_t dim, const void* src, const void* tgt,
                                          int32_t index_dtype, uint64_t n_pairs, float* scores);
+
+/* mnemo_score_pairs on device pointers, queued on `stream` (see above). */
+MNEMO_API mnemo_status mnemo_score_pairs_device(mnemo_runtime* rt, int32_t metric, const void* table,
+                                                int32_t table_dtype, uint64_t n_items, uint64_t dim, const void* src,
+                                                const void* tgt, int32_t index_dtype, uint64_t n_pairs, float* scores,
+                                                void* stream);
 
 /* ------------------------------------------------------------------------ */
 /* Trajectory resampling                                                     */
@@ -423,6 +524,13 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
                                       int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
                                       void* out);
 
+/* mnemo_resample on device pointers (opts->src_lengths and
+   opts->tgt_lengths too), queued on `stream` (see mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_resample_device(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
+                                             uint64_t n_src, uint64_t dim, const void* src_times,
+                                             const void* tgt_times, int32_t time_dtype, uint64_t n_tgt,
+                                             const mnemo_resample_options* opts, void* out, void* stream);
+
 /* ------------------------------------------------------------------------ */
 /* Row normalisation                                                         */
 /* ------------------------------------------------------------------------ */
@@ -435,6 +543,11 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
 MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
                                             uint64_t dim);
 
+/* mnemo_normalize_rows on device pointers, queued on `stream` (see
+   mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_normalize_rows_device(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
+                                                   uint64_t rows, uint64_t dim, void* stream);
+
 /* LayerNorm over each row: out = (x - mean) / sqrt(var + eps) * gamma + beta,
    with the biased variance (divided by dim), statistics in f32 or wider.
    When var + eps is 0 (a constant row with eps = 0) the row becomes beta.
@@ -445,6 +558,12 @@ MNEMO_API mnemo_status mnemo_normalize_rows(mnemo_runtime* rt, const void* in, v
    NON_FINITE. */
 MNEMO_API mnemo_status mnemo_layer_norm(mnemo_runtime* rt, const void* in, void* out, int32_t dtype, uint64_t rows,
                                         uint64_t dim, const float* gamma, const float* beta, float eps);
+
+/* mnemo_layer_norm on device pointers (gamma and beta too), queued on
+   `stream` (see mnemo_score_pairs_device). */
+MNEMO_API mnemo_status mnemo_layer_norm_device(mnemo_runtime* rt, const void* in, void* out, int32_t dtype,
+                                               uint64_t rows, uint64_t dim, const float* gamma, const float* beta,
+                                               float eps, void* stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

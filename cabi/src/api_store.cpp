@@ -21,6 +21,19 @@ void need_ids_valid(const uint64_t* ids, uint64_t count) {
       fail(Code::out_of_range, "ids[" + std::to_string(i) + "] is MNEMO_NO_ID, which is reserved");
 }
 
+// F32 input to an F16/BF16 store: a finite value beyond the dtype's range
+// would be stored as infinity, so it is refused like an infinite input.
+void need_finite_in(const Runtime& rt, const void* vectors, DType store_dtype, uint64_t n) {
+  if (!rt.validate() || store_dtype == DType::f32) return;
+  const auto* v = static_cast<const float*>(vectors);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint16_t cell = store_dtype == DType::f16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+    if (find_non_finite(&cell, store_dtype, 1) != kNotFound)
+      fail(Code::non_finite, "vectors[" + std::to_string(i) + "] = " + std::to_string(v[i]) + " is infinite in " +
+                                 dtype_name(store_dtype));
+  }
+}
+
 mnemo_store* wrap(std::unique_ptr<Store> s) {
   auto h = std::make_unique<mnemo_store>();
   h->store = std::move(s);
@@ -65,6 +78,7 @@ MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, 
     if (count == 0) return;
     need_ids_valid(ids, count);
     cabi::need_finite(s.runtime(), vectors, vdt, elems, "vectors");
+    if (vdt == DType::f32) need_finite_in(s.runtime(), vectors, s.dtype(), elems);
     s.add(ids, vectors, vdt, count);
   });
 }

@@ -24,7 +24,14 @@ inline void interval_of(const T* times, uint64_t S, T t, uint64_t& i, float& w) 
     len -= half;
   }
   i = lo;
-  T r = (t - times[lo]) / (times[lo + 1] - times[lo]);
+  T num = t - times[lo], den = times[lo + 1] - times[lo];
+  if (!std::isfinite(den)) {
+    // Finite times far apart overflow their difference: halving every
+    // operand is exact and gives the same quotient.
+    num = t / 2 - times[lo] / 2;
+    den = times[lo + 1] / 2 - times[lo] / 2;
+  }
+  T r = num / den;
   r = r < T(0) ? T(0) : (r > T(1) ? T(1) : r);
   w = static_cast<float>(r);
 }

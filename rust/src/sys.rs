@@ -700,6 +700,351 @@ extern "C" {
         out: *mut *mut mnemo_store,
     ) -> mnemo_status;
 }
+pub const MNEMO_SYNC_EACH_WRITE: mnemo_sync_policy = 0;
+pub const MNEMO_SYNC_OS: mnemo_sync_policy = 1;
+pub type mnemo_sync_policy = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_durable_options {
+    pub struct_size: u32,
+    pub sync: i32,
+    pub journal_path: *const ::std::os::raw::c_char,
+    pub dim: u64,
+    pub dtype: i32,
+    pub metric: i32,
+}
+#[test]
+fn bindgen_test_layout_mnemo_durable_options() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_durable_options>(),
+        32usize,
+        concat!("Size of: ", stringify!(mnemo_durable_options))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_durable_options>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_durable_options))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_sync() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).sync) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(sync)
+            )
+        );
+    }
+    test_field_sync();
+    fn test_field_journal_path() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).journal_path) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(journal_path)
+            )
+        );
+    }
+    test_field_journal_path();
+    fn test_field_dim() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dim) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(dim)
+            )
+        );
+    }
+    test_field_dim();
+    fn test_field_dtype() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).dtype) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(dtype)
+            )
+        );
+    }
+    test_field_dtype();
+    fn test_field_metric() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_durable_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).metric) as usize - ptr as usize
+            },
+            28usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_durable_options),
+                "::",
+                stringify!(metric)
+            )
+        );
+    }
+    test_field_metric();
+}
+extern "C" {
+    pub fn mnemo_durable_options_default() -> mnemo_durable_options;
+}
+extern "C" {
+    pub fn mnemo_store_open_durable(
+        rt: *mut mnemo_runtime,
+        path: *const ::std::os::raw::c_char,
+        opts: *const mnemo_durable_options,
+        out: *mut *mut mnemo_store,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_checkpoint(store: *mut mnemo_store) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_store_statistics {
+    pub struct_size: u32,
+    pub durable: u32,
+    pub vectors: u64,
+    pub tombstones: u64,
+    pub slots: u64,
+    pub host_bytes: u64,
+    pub device_bytes: u64,
+    pub journal_records: u64,
+    pub journal_bytes: u64,
+    pub sequence: u64,
+}
+#[test]
+fn bindgen_test_layout_mnemo_store_statistics() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_store_statistics>(),
+        72usize,
+        concat!("Size of: ", stringify!(mnemo_store_statistics))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_store_statistics>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_store_statistics))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_durable() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).durable) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(durable)
+            )
+        );
+    }
+    test_field_durable();
+    fn test_field_vectors() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).vectors) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(vectors)
+            )
+        );
+    }
+    test_field_vectors();
+    fn test_field_tombstones() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).tombstones) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(tombstones)
+            )
+        );
+    }
+    test_field_tombstones();
+    fn test_field_slots() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).slots) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(slots)
+            )
+        );
+    }
+    test_field_slots();
+    fn test_field_host_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).host_bytes) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(host_bytes)
+            )
+        );
+    }
+    test_field_host_bytes();
+    fn test_field_device_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device_bytes) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(device_bytes)
+            )
+        );
+    }
+    test_field_device_bytes();
+    fn test_field_journal_records() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).journal_records) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(journal_records)
+            )
+        );
+    }
+    test_field_journal_records();
+    fn test_field_journal_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).journal_bytes) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(journal_bytes)
+            )
+        );
+    }
+    test_field_journal_bytes();
+    fn test_field_sequence() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).sequence) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(sequence)
+            )
+        );
+    }
+    test_field_sequence();
+}
+extern "C" {
+    pub fn mnemo_store_stats(
+        store: *const mnemo_store,
+        out: *mut mnemo_store_statistics,
+    ) -> mnemo_status;
+}
 extern "C" {
     pub fn mnemo_score_pairs(
         rt: *mut mnemo_runtime,
@@ -713,6 +1058,22 @@ extern "C" {
         index_dtype: i32,
         n_pairs: u64,
         scores: *mut f32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_score_pairs_device(
+        rt: *mut mnemo_runtime,
+        metric: i32,
+        table: *const ::std::os::raw::c_void,
+        table_dtype: i32,
+        n_items: u64,
+        dim: u64,
+        src: *const ::std::os::raw::c_void,
+        tgt: *const ::std::os::raw::c_void,
+        index_dtype: i32,
+        n_pairs: u64,
+        scores: *mut f32,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }
 #[repr(C)]
@@ -824,6 +1185,23 @@ extern "C" {
     ) -> mnemo_status;
 }
 extern "C" {
+    pub fn mnemo_resample_device(
+        rt: *mut mnemo_runtime,
+        data: *const ::std::os::raw::c_void,
+        data_dtype: i32,
+        batch: u64,
+        n_src: u64,
+        dim: u64,
+        src_times: *const ::std::os::raw::c_void,
+        tgt_times: *const ::std::os::raw::c_void,
+        time_dtype: i32,
+        n_tgt: u64,
+        opts: *const mnemo_resample_options,
+        out: *mut ::std::os::raw::c_void,
+        stream: *mut ::std::os::raw::c_void,
+    ) -> mnemo_status;
+}
+extern "C" {
     pub fn mnemo_normalize_rows(
         rt: *mut mnemo_runtime,
         in_: *const ::std::os::raw::c_void,
@@ -831,6 +1209,17 @@ extern "C" {
         dtype: i32,
         rows: u64,
         dim: u64,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_normalize_rows_device(
+        rt: *mut mnemo_runtime,
+        in_: *const ::std::os::raw::c_void,
+        out: *mut ::std::os::raw::c_void,
+        dtype: i32,
+        rows: u64,
+        dim: u64,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }
 extern "C" {
@@ -844,5 +1233,19 @@ extern "C" {
         gamma: *const f32,
         beta: *const f32,
         eps: f32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_layer_norm_device(
+        rt: *mut mnemo_runtime,
+        in_: *const ::std::os::raw::c_void,
+        out: *mut ::std::os::raw::c_void,
+        dtype: i32,
+        rows: u64,
+        dim: u64,
+        gamma: *const f32,
+        beta: *const f32,
+        eps: f32,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }

@@ -1,0 +1,47 @@
+// mnemo build: store the vectors of a file (ids are row numbers) and save it.
+#include <cstdio>
+
+#include "commands.h"
+#include "common.h"
+#include "formats.h"
+#include "store_ops.h"
+
+namespace cli {
+
+int cmd_build(int argc, char** argv) {
+  Args a(argc, argv, 2, {"input", "out", "metric", "dtype", "backend", "precision", "threads"}, {"durable"});
+  const std::string out = a.str("out");
+  const int32_t metric = parse_metric(a.str("metric", "l2"));
+  const int32_t dtype = parse_dtype(a.str("dtype", "f32"));
+  Runtime rt(a);
+  double t0 = now_seconds();
+  const FloatRows m = read_vectors(a.str("input"));
+  if (m.rows == 0) throw Error(a.str("input") + " holds no rows");
+  const double t_load = now_seconds() - t0;
+  Store s;
+  if (a.has("durable")) {
+    mnemo_durable_options o = mnemo_durable_options_default();
+    o.dim = m.dim, o.dtype = dtype, o.metric = metric;
+    check(mnemo_store_open_durable(rt.rt, out.c_str(), &o, &s.s), "opening the durable store");
+  } else {
+    check(mnemo_store_create(rt.rt, m.dim, dtype, metric, &s.s), "creating the store");
+  }
+  t0 = now_seconds();
+  add_rows(s.s, m);
+  const double t_add = now_seconds() - t0;
+  t0 = now_seconds();
+  if (a.has("durable"))
+    check(mnemo_store_checkpoint(s.s), "checkpointing");
+  else
+    check(mnemo_store_save(s.s, out.c_str()), "saving");
+  const double t_save = now_seconds() - t0;
+  mnemo_store_statistics st;
+  st.struct_size = sizeof st;
+  check(mnemo_store_stats(s.s, &st), "store stats");
+  std::printf("built %s: %llu vectors x %llu %s, %s; load %.2f s, add %.2f s, save %.2f s; host %.1f MB\n", out.c_str(),
+              static_cast<unsigned long long>(st.vectors), static_cast<unsigned long long>(m.dim), dtype_name(dtype),
+              metric_name(metric), t_load, t_add, t_save, st.host_bytes / 1e6);
+  return 0;
+}
+
+}  // namespace cli

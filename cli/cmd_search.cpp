@@ -1,0 +1,60 @@
+// mnemo search: k nearest stored vectors of each query, as TSV (query, rank,
+// id, score) or as .ivecs (one row of k ids per query).
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "common.h"
+#include "formats.h"
+#include "store_ops.h"
+
+namespace cli {
+
+int cmd_search(int argc, char** argv) {
+  Args a(argc, argv, 2, {"store", "queries", "k", "out", "batch", "backend", "precision", "threads"}, {"durable"});
+  const uint64_t k = a.num("k");
+  if (k == 0) throw UsageError("--k must be at least 1");
+  Runtime rt(a);
+  Store s;
+  const std::string path = a.str("store");
+  if (a.has("durable"))
+    check(mnemo_store_open_durable(rt.rt, path.c_str(), nullptr, &s.s), "opening the durable store");
+  else
+    check(mnemo_store_open(rt.rt, path.c_str(), &s.s), "opening the store");
+  const FloatRows q = read_vectors(a.str("queries"));
+  check_dim(s.s, q, a.str("queries"));
+  AVec<uint64_t> ids;
+  AVec<float> scores;
+  const double secs = search_rows(s.s, q, k, a.num("batch", 1024), ids, scores);
+  const std::string out = a.str("out", "-");
+  if (ends_with(out, ".ivecs")) {
+    IntRows r;
+    r.rows = q.rows, r.dim = k;
+    r.v.resize(q.rows * k);
+    for (uint64_t i = 0; i < q.rows * k; ++i) {
+      if (ids[i] != MNEMO_NO_ID && ids[i] > 2147483647u)
+        throw Error("id " + std::to_string(ids[i]) + " does not fit .ivecs");
+      r.v[i] = ids[i] == MNEMO_NO_ID ? -1 : static_cast<int32_t>(ids[i]);
+    }
+    write_ivecs(out, r);
+  } else {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(out == "-" ? stdout : std::fopen(out.c_str(), "w"),
+                                                      out == "-" ? [](std::FILE*) { return 0; } : std::fclose);
+    if (!f) throw Error("cannot create '" + out + "'");
+    std::fprintf(f.get(), "query\trank\tid\tscore\n");
+    for (uint64_t i = 0; i < q.rows; ++i)
+      for (uint64_t r = 0; r < k; ++r) {
+        const uint64_t id = ids[i * k + r];
+        if (id == MNEMO_NO_ID) continue;  // fewer than k stored
+        std::fprintf(f.get(), "%llu\t%llu\t%llu\t%.7g\n", static_cast<unsigned long long>(i),
+                     static_cast<unsigned long long>(r), static_cast<unsigned long long>(id), scores[i * k + r]);
+      }
+    if (std::ferror(f.get())) throw Error("cannot write '" + out + "'");
+  }
+  std::fprintf(stderr, "searched %llu queries, k = %llu on %s: %.3f s (%.0f queries/s)%s%s\n",
+               static_cast<unsigned long long>(q.rows), static_cast<unsigned long long>(k), rt.describe().c_str(), secs,
+               q.rows / secs, out == "-" ? "" : ", results in ", out == "-" ? "" : out.c_str());
+  return 0;
+}
+
+}  // namespace cli

@@ -1,0 +1,55 @@
+// mnemo: the command-line tool over libmnemo's C ABI.
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "commands.h"
+#include "common.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: mnemo <command> [options]\n"
+    "  info                                  version, ABI, backends, SIMD level, GPUs\n"
+    "  build  --input FILE --out STORE       store the vectors of FILE (ids = row numbers)\n"
+    "         [--metric cosine|dot|l2] [--dtype f32|f16|bf16] [--durable] [--backend] [--precision]\n"
+    "  search --store STORE --queries FILE --k K [--out FILE.tsv|FILE.ivecs] [--batch N]\n"
+    "         [--backend auto|cpu|cuda] [--precision exact|fast]\n"
+    "  eval   --base FILE --queries FILE --truth FILE --k K  recall@k, queries/s, latency\n"
+    "         [--metric] [--dtype] [--backend] [--precision] [--batch N] [--latency-queries N]\n"
+    "  bench  [--n N] [--dim D] [--seconds S]  benchmark table of this machine\n"
+    "  gen    --base FILE --queries FILE --truth FILE  clustered test data, brute-force truth\n"
+    "         [--n N] [--nq N] [--dim D] [--clusters C] [--k K] [--metric] [--seed S]\n"
+    "vector files: .fvecs .bvecs .fbin .npy (f32/f16); id files: .ivecs .ibin\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char* c = argv[1];
+  try {
+    if (!std::strcmp(c, "info")) return cli::cmd_info(argc, argv);
+    if (!std::strcmp(c, "gen")) return cli::cmd_gen(argc, argv);
+    if (!std::strcmp(c, "build")) return cli::cmd_build(argc, argv);
+    if (!std::strcmp(c, "search")) return cli::cmd_search(argc, argv);
+    if (!std::strcmp(c, "eval")) return cli::cmd_eval(argc, argv);
+    if (!std::strcmp(c, "bench")) return cli::cmd_bench(argc, argv);
+    std::fprintf(stderr, "mnemo: unknown command '%s'\n%s", c, kUsage);
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "mnemo %s: %s\n%s", c, e.what(), kUsage);
+    return 2;
+  } catch (const cli::Error& e) {
+    std::fprintf(stderr, "mnemo %s: error: %s\n", c, e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "mnemo %s: error: out of memory\n", c);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnemo %s: error: %s\n", c, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,226 @@
+// Journal file (version 1), little-endian:
+//   header  "MNEMOJR1" u32 version u32 header_bytes u64 dim i32 dtype i32 metric
+//           u64 base_seq u64 xxh3(header fields before it)
+//   records u32 magic u32 op u64 seq u64 count u64 payload_bytes i32 dtype
+//           u32 head_check (low half of xxh3 of the 36 bytes before it)
+//           <payload> u64 xxh3(record head and payload)
+//   payload add: ids [count] u64, vectors [count x dim] dtype
+//           remove: ids [count] u64; set_bias: ids [count] u64, biases [count] f32
+// The head check makes a record's length trustworthy before it is used, so a
+// damaged record is told apart from a torn one: only the final record may be
+// incomplete or fail its checksum (a crash during its append), and it is cut
+// off. Damage anywhere else is refused.
+#include "store_journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "checked.h"
+#include "error.h"
+#include "store_io.h"
+
+namespace mnemo {
+
+namespace {
+
+constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'O', 'J', 'R', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kHeaderFields = 8 + 4 + 4 + 8 + 4 + 4 + 8;
+constexpr uint64_t kHeaderBytes = kHeaderFields + 8;
+constexpr uint32_t kRecordMagic = 0x4352'4a4d;  // "MJRC"
+constexpr uint64_t kRecordHead = 40;
+
+template <class T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <class T>
+T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint32_t head_check(const char* head) { return static_cast<uint32_t>(XXH3_64bits(head, kRecordHead - 4)); }
+
+std::string header_bytes(const JournalShape& s, uint64_t base_seq) {
+  std::string b;
+  b.append(kMagic, 8);
+  put<uint32_t>(b, kVersion);
+  put<uint32_t>(b, kHeaderFields);
+  put<uint64_t>(b, s.dim);
+  put<int32_t>(b, static_cast<int32_t>(s.dtype));
+  put<int32_t>(b, static_cast<int32_t>(s.metric));
+  put<uint64_t>(b, base_seq);
+  put<uint64_t>(b, XXH3_64bits(b.data(), b.size()));
+  return b;
+}
+
+bool all_zero(const std::string& b, uint64_t from) {
+  for (uint64_t i = from; i < b.size(); ++i)
+    if (b[i] != 0) return false;
+  return true;
+}
+
+// Payload size a record of this op and count must have.
+bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint64_t& bytes) {
+  try {
+    const uint64_t ids = checked_mul(count, 8, "ids");
+    switch (op) {
+      case JournalOp::add:
+        if (dt != DType::f32 && dt != s.dtype) return false;
+        bytes = ids + checked_mul(count, s.dim, dtype_size(dt), "vectors");
+        return bytes >= ids;
+      case JournalOp::remove: bytes = ids; return true;
+      case JournalOp::set_bias: bytes = ids + count * 4; return true;
+    }
+  } catch (const Error&) {
+  }
+  return false;
+}
+
+}  // namespace
+
+Journal::Journal(std::string path, const JournalShape& shape, bool sync_each)
+    : path_(std::move(path)), shape_(shape), sync_each_(sync_each) {}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Journal::open_for_append() {
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(Code::io, sys_error("cannot open", path_));
+  // One writer per journal: a second process appending would interleave records.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const std::string msg =
+        errno == EWOULDBLOCK ? "journal '" + path_ + "' is open in another process" : sys_error("cannot lock", path_);
+    ::close(fd);
+    fail(Code::io, msg);
+  }
+  if (::lseek(fd, static_cast<off_t>(end_), SEEK_SET) < 0) {
+    const std::string msg = sys_error("cannot seek in", path_);
+    ::close(fd);
+    fail(Code::io, msg);
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+std::unique_ptr<Journal> Journal::create(const std::string& path, const JournalShape& shape, uint64_t base_seq,
+                                         bool sync_each) {
+  std::unique_ptr<Journal> j(new Journal(path, shape, sync_each));
+  replace_file(path, header_bytes(shape, base_seq));
+  j->base_seq_ = j->last_seq_ = base_seq;
+  j->end_ = kHeaderBytes;
+  j->open_for_append();
+  return j;
+}
+
+std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalShape& shape, bool sync_each,
+                                       const std::function<void(const JournalRecord&)>& apply) {
+  const std::string b = read_file(path);
+  auto bad = [&](const std::string& why) { fail(Code::corrupt, path + ": " + why); };
+  if (b.size() < kHeaderBytes) bad("truncated journal header");
+  if (std::memcmp(b.data(), kMagic, 8) != 0) bad("not a mnemo journal");
+  if (get<uint32_t>(b.data() + 8) != kVersion)
+    bad("unknown journal version " + std::to_string(get<uint32_t>(b.data() + 8)));
+  if (get<uint32_t>(b.data() + 12) != kHeaderFields) bad("bad journal header size");
+  if (get<uint64_t>(b.data() + kHeaderFields) != XXH3_64bits(b.data(), kHeaderFields))
+    bad("journal header checksum mismatch");
+  if (get<uint64_t>(b.data() + 16) != shape.dim || get<int32_t>(b.data() + 24) != static_cast<int32_t>(shape.dtype) ||
+      get<int32_t>(b.data() + 28) != static_cast<int32_t>(shape.metric))
+    bad("journal belongs to a store of another dimension, dtype or metric");
+
+  std::unique_ptr<Journal> j(new Journal(path, shape, sync_each));
+  j->base_seq_ = j->last_seq_ = get<uint64_t>(b.data() + 32);
+  uint64_t pos = kHeaderBytes;
+  std::vector<uint64_t> ids;
+  std::string data;
+  while (pos < b.size()) {
+    const uint64_t left = b.size() - pos;
+    const char* h = b.data() + pos;
+    const std::string where = "journal record at byte " + std::to_string(pos);
+    if (left < kRecordHead) break;  // torn inside the record head
+    if (get<uint32_t>(h) != kRecordMagic || get<uint32_t>(h + 36) != head_check(h)) {
+      if (all_zero(b, pos)) break;  // space the crash left unwritten
+      bad(where + " is damaged (bad record head)");
+    }
+    const auto op = static_cast<JournalOp>(get<uint32_t>(h + 4));
+    const uint64_t seq = get<uint64_t>(h + 8), count = get<uint64_t>(h + 16), payload = get<uint64_t>(h + 24);
+    const int32_t dtype = get<int32_t>(h + 32);
+    if (payload > left - kRecordHead || left - kRecordHead - payload < 8) break;  // torn: runs past the end
+    const uint64_t end = pos + kRecordHead + payload + 8;
+    if (get<uint64_t>(b.data() + end - 8) != XXH3_64bits(h, kRecordHead + payload)) {
+      if (end == b.size()) break;  // the final record, torn
+      bad(where + " fails its checksum");
+    }
+    uint64_t expect = 0;
+    if (count == 0 || dtype < 0 || dtype > 3 || !payload_size(shape, op, count, static_cast<DType>(dtype), expect) ||
+        expect != payload)
+      bad(where + " has an inconsistent op, dtype or size");
+    if (seq != j->last_seq_ + 1)
+      bad(where + " breaks the sequence (" + std::to_string(seq) + " after " + std::to_string(j->last_seq_) + ")");
+    ids.resize(count);
+    std::memcpy(ids.data(), h + kRecordHead, count * 8);
+    data.assign(h + kRecordHead + count * 8, payload - count * 8);
+    JournalRecord r{op, seq, count, static_cast<DType>(dtype), ids.data(), data.data(), data.size()};
+    apply(r);
+    j->last_seq_ = seq;
+    pos = end;
+  }
+  j->end_ = pos;
+  j->open_for_append();
+  if (pos < b.size()) {
+    // Cut the torn tail so the next record follows the last good one.
+    if (::ftruncate(j->fd_, static_cast<off_t>(pos)) != 0 || ::fdatasync(j->fd_) != 0)
+      fail(Code::io, sys_error("cannot cut the torn tail of", path));
+  }
+  return j;
+}
+
+void Journal::append(JournalOp op, uint64_t count, DType dtype, const uint64_t* ids, const void* data,
+                     uint64_t data_bytes) {
+  if (broken_) fail(Code::io, "journal '" + path_ + "' could not be repaired after a failed write; reopen the store");
+  const uint64_t payload = checked_mul(count, 8, "ids") + data_bytes;
+  std::string r;
+  r.reserve(checked_bytes(payload + kRecordHead + 8, "journal record"));
+  put<uint32_t>(r, kRecordMagic);
+  put<uint32_t>(r, static_cast<uint32_t>(op));
+  put<uint64_t>(r, last_seq_ + 1);
+  put<uint64_t>(r, count);
+  put<uint64_t>(r, payload);
+  put<int32_t>(r, op == JournalOp::add ? static_cast<int32_t>(dtype) : 0);
+  put<uint32_t>(r, head_check(r.data()));
+  r.append(reinterpret_cast<const char*>(ids), count * 8);
+  r.append(static_cast<const char*>(data), data_bytes);
+  put<uint64_t>(r, XXH3_64bits(r.data(), r.size()));
+  try {
+    write_all(fd_, r.data(), r.size(), path_);
+    if (sync_each_ && ::fdatasync(fd_) != 0) fail(Code::io, sys_error("cannot flush", path_));
+  } catch (...) {
+    // Take the partial record back so later records stay readable.
+    if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0 || ::lseek(fd_, static_cast<off_t>(end_), SEEK_SET) < 0)
+      broken_ = true;
+    throw;
+  }
+  end_ += r.size();
+  ++last_seq_;
+}
+
+void Journal::reset(uint64_t base_seq) {
+  replace_file(path_, header_bytes(shape_, base_seq));
+  base_seq_ = last_seq_ = base_seq;
+  end_ = kHeaderBytes;
+  broken_ = false;
+  open_for_append();
+}
+
+}  // namespace mnemo

@@ -1,0 +1,634 @@
+// Random sequences of store calls with random, often invalid, arguments,
+// checked against a plain model of the store: every status is a defined code
+// from the set the arguments allow, a failed call changes nothing (outputs
+// and store), and a successful call does exactly what the model does
+// (searches return the model's top-k, slots follow the compaction rule).
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "fuzz_support.h"
+#include "reference.h"
+#include "topk_oracle.h"
+
+namespace {
+
+using fz::Buf;
+using fz::PtrMode;
+
+constexpr uint64_t kBigIds[] = {uint64_t{1} << 63, MNEMO_NO_ID - 1, 1234567890123ull};
+constexpr uint64_t kSmallIds = 12;
+constexpr uint64_t kHugeCount = uint64_t{1} << 62;  // every byte count of it overflows
+
+uint64_t pick_id(FuzzedDataProvider& fdp) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 99);
+  if (r < 86) return fdp.ConsumeIntegralInRange<uint64_t>(0, kSmallIds - 1);
+  if (r < 95) return kBigIds[fdp.ConsumeIntegralInRange<size_t>(0, 2)];
+  return MNEMO_NO_ID;
+}
+
+// Values for this harness: mostly exact grid values (ties are real ties),
+// some ordinary floats, f16 boundary values, rarely huge ones and, when
+// allowed, NaN or infinity.
+float abi_value(FuzzedDataProvider& fdp, bool non_finite) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 99);
+  if (r < 60) return static_cast<float>(fdp.ConsumeIntegralInRange<int>(-32, 32)) / 8.0f;
+  if (r < 80) return fdp.ConsumeFloatingPointInRange<float>(-1.0f, 1.0f);
+  if (r < 90) {
+    static const float e[] = {65504.0f, 65519.0f, 65520.0f, 70000.0f, 6.0e-8f, 1.0004883f, 3.0e38f, 3.3961775e38f};
+    const float v = e[fdp.ConsumeIntegralInRange<size_t>(0, 7)];
+    return fdp.ConsumeBool() ? -v : v;
+  }
+  if (r < 95 && non_finite) return fz::maybe_non_finite(fdp, 1);
+  return static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8));
+}
+
+// The set of statuses a call may return given its arguments.
+struct Expect {
+  uint32_t mask = 0;
+  bool ok = true;  // OK allowed
+  void err(mnemo_status s) {
+    mask |= 1u << s;
+    ok = false;
+  }
+  void maybe_err(mnemo_status s) { mask |= 1u << s; }  // OK stays allowed
+  bool allows(mnemo_status s) const {
+    if (!fz::defined_status(s)) return false;
+    if (s == MNEMO_OK) return ok;
+    return (mask >> s) & 1u;
+  }
+};
+
+void check_status(const char* call, mnemo_status got, const Expect& e) {
+  FZ_CHECK(fz::defined_status(got), std::string(call) + " returned an undefined status " + std::to_string(got));
+  FZ_CHECK(e.allows(got), std::string(call) + " -> " + fz::status_text(got) + " (allowed mask " +
+                              std::to_string(e.mask) + (e.ok ? " or OK)" : ")"));
+  if (got != MNEMO_OK) FZ_CHECK(mnemo_last_error()[0] != '\0', std::string(call) + " failed without a message");
+}
+
+void pointer_errors(Expect& e, PtrMode m) {
+  if (m == PtrMode::null) e.err(MNEMO_E_NULL_POINTER);
+  if (m == PtrMode::misaligned) e.err(MNEMO_E_MISALIGNED);
+}
+
+double stored_value(float v, int32_t dtype) {
+  switch (dtype) {
+    case MNEMO_DTYPE_F16: return ref::f16_value(fz::to_f16(v));
+    case MNEMO_DTYPE_BF16: return ref::bf16_value(fz::to_bf16(v));
+    default: return v;
+  }
+}
+
+class Model {
+ public:
+  Model(uint64_t dim, int32_t dtype, int32_t metric) : dim(dim), dtype(dtype), metric(metric) {}
+  struct Entry {
+    std::vector<double> val;
+    float bias = 0.0f;
+  };
+  uint64_t dim;
+  int32_t dtype, metric;
+  std::map<uint64_t, Entry> e;
+  std::vector<uint64_t> slots;  // MNEMO_NO_ID marks a removed slot
+  uint64_t dead = 0;
+
+  void add(const std::vector<uint64_t>& ids, const std::vector<std::vector<double>>& rows) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!e.count(ids[i])) slots.push_back(ids[i]);
+      e[ids[i]].val = rows[i];
+    }
+  }
+  uint64_t remove(const std::vector<uint64_t>& ids) {
+    uint64_t n = 0;
+    for (uint64_t id : ids) {
+      if (!e.erase(id)) continue;
+      for (auto& s : slots)
+        if (s == id) s = MNEMO_NO_ID;
+      ++dead;
+      ++n;
+    }
+    // The header's rule: compact once removed slots exceed a quarter.
+    if (n > 0 && dead * 4 > slots.size()) {
+      std::vector<uint64_t> live;
+      for (uint64_t s : slots)
+        if (s != MNEMO_NO_ID) live.push_back(s);
+      slots.swap(live);
+      dead = 0;
+    }
+    return n;
+  }
+  uint64_t slot_of(uint64_t id) const {
+    for (uint64_t s = 0; s < slots.size(); ++s)
+      if (slots[s] == id) return s;
+    return MNEMO_NO_ID;
+  }
+  bool finite() const {
+    for (const auto& kv : e)
+      for (double v : kv.second.val)
+        if (!std::isfinite(v)) return false;
+    return true;
+  }
+  // Values beyond this magnitude make f32 scores overflow: the top-k check
+  // then keeps to the structural rules.
+  bool tame() const {
+    for (const auto& kv : e)
+      for (double v : kv.second.val)
+        if (!(std::fabs(v) <= 1e15)) return false;
+    return true;
+  }
+};
+
+struct Harness {
+  FuzzedDataProvider& fdp;
+  mnemo_runtime* rt;
+  bool validate;
+  mnemo_store* store = nullptr;
+  Model m;
+  unsigned files = 0;
+
+  Harness(FuzzedDataProvider& f, mnemo_runtime* r, bool v, uint64_t dim, int32_t dt, int32_t met)
+      : fdp(f), rt(r), validate(v), m(dim, dt, met) {}
+  ~Harness() { mnemo_store_destroy(store); }
+
+  // A store handle argument: usually the store, sometimes NULL.
+  mnemo_store* store_arg(Expect& e) {
+    if (fdp.ConsumeIntegralInRange<int>(0, 49) == 0) {
+      e = Expect{};
+      e.err(MNEMO_E_NULL_POINTER);
+      return nullptr;
+    }
+    return store;
+  }
+  bool sole_null(const Expect& e) const { return e.mask == (1u << MNEMO_E_NULL_POINTER) && !e.ok; }
+
+  // ---- observable state against the model --------------------------------
+  void verify_state(const char* after) {
+    const std::string ctx = std::string(" after ") + after;
+    uint64_t n = 0, slots = 0;
+    FZ_CHECK(mnemo_store_count(store, &n) == MNEMO_OK, "count" + ctx);
+    FZ_CHECK(n == m.e.size(), "count " + std::to_string(n) + " vs model " + std::to_string(m.e.size()) + ctx);
+    FZ_CHECK(mnemo_store_slot_count(store, &slots) == MNEMO_OK, "slot_count" + ctx);
+    FZ_CHECK(slots == m.slots.size(),
+             "slot_count " + std::to_string(slots) + " vs model " + std::to_string(m.slots.size()) + ctx);
+    Buf out(m.dim * 4);
+    std::vector<uint64_t> probe;
+    for (uint64_t i = 0; i < kSmallIds; ++i) probe.push_back(i);
+    for (uint64_t b : kBigIds) probe.push_back(b);
+    for (uint64_t id : probe) {
+      const mnemo_status st = mnemo_store_get(store, id, out.as<float>());
+      auto it = m.e.find(id);
+      if (it == m.e.end()) {
+        FZ_CHECK(st == MNEMO_E_NOT_FOUND, "get of an absent id: " + fz::status_text(st) + ctx);
+        continue;
+      }
+      FZ_CHECK(st == MNEMO_OK, "get of id " + std::to_string(id) + ": " + fz::status_text(st) + ctx);
+      for (uint64_t j = 0; j < m.dim; ++j) {
+        const float want = static_cast<float>(it->second.val[j]), got = out.as<float>()[j];
+        FZ_CHECK(std::memcmp(&want, &got, 4) == 0 || (std::isnan(want) && std::isnan(got)),
+                 "get of id " + std::to_string(id) + " element " + std::to_string(j) + ": " + std::to_string(got) +
+                     " vs model " + std::to_string(want) + ctx);
+      }
+      uint64_t slot = 0;
+      FZ_CHECK(mnemo_store_slot_of(store, id, &slot) == MNEMO_OK, "slot_of" + ctx);
+      FZ_CHECK(slot == m.slot_of(id), "slot_of id " + std::to_string(id) + " = " + std::to_string(slot) + ", model " +
+                                          std::to_string(m.slot_of(id)) + ctx);
+    }
+    // Biases show only in a biased search.
+    if (!m.e.empty() && m.finite()) {
+      std::vector<float> q(m.dim);
+      for (auto& v : q) v = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-16, 16)) / 8.0f;
+      mnemo_search_options o = mnemo_search_options_default();
+      o.apply_bias = 1;
+      search_and_check(q, 1, m.e.size() + 1, &o, nullptr, ctx.c_str());
+    }
+  }
+
+  // Runs a valid search and checks every row against the model.
+  void search_and_check(const std::vector<float>& qv, uint64_t nq, uint64_t k, const mnemo_search_options* o,
+                        const std::set<uint64_t>* allow, const char* ctx) {
+    Buf q(qv.size() * 4), ids(nq * k * 8), scores(nq * k * 4);
+    std::memcpy(q.data(), qv.data(), qv.size() * 4);
+    const mnemo_status st = mnemo_store_search(store, q.as<float>(), nq, k, o, ids.as<uint64_t>(), scores.as<float>());
+    FZ_CHECK(st == MNEMO_OK, std::string("search ") + ctx + ": " + fz::status_text(st));
+    check_rows(qv, nq, k, o ? o->apply_bias != 0 : false, allow, ids.as<uint64_t>(), scores.as<float>(), ctx);
+  }
+
+  void check_rows(const std::vector<float>& qv, uint64_t nq, uint64_t k, bool bias, const std::set<uint64_t>* allow,
+                  const uint64_t* ids, const float* scores, const char* ctx) {
+    bool q_tame = true;
+    for (float v : qv) q_tame = q_tame && std::fabs(v) <= 1e15f;
+    const bool exact = q_tame && m.tame();
+    const bool hi = ref::higher_is_better(m.metric);
+    for (uint64_t i = 0; i < nq; ++i) {
+      std::vector<double> q(qv.begin() + i * m.dim, qv.begin() + (i + 1) * m.dim);
+      std::vector<ref::Candidate> c;
+      uint64_t must = 0;  // candidates that can never score NaN
+      for (const auto& kv : m.e) {
+        if (allow && !allow->count(kv.first)) continue;
+        const double raw = ref::score(m.metric, q.data(), kv.second.val.data(), m.dim);
+        double tol = ref::score_tol(m.metric, q.data(), kv.second.val.data(), m.dim, raw);
+        double s = raw;
+        if (bias) {
+          const double b = kv.second.bias;
+          s = hi ? raw + b : raw - b;
+          tol += std::ldexp(std::fabs(raw) + std::fabs(b), -22);
+        }
+        c.push_back({kv.first, s, tol});
+        bool fin = true;
+        for (double v : kv.second.val) fin = fin && std::isfinite(v);
+        for (double v : q) fin = fin && std::isfinite(v);
+        must += fin ? 1 : 0;
+      }
+      const uint64_t* row_ids = ids + i * k;
+      const float* row_sc = scores + i * k;
+      if (exact && m.finite()) {
+        const std::string why = fz::check_topk(m.metric, c, k, row_ids, row_sc);
+        FZ_CHECK(why.empty(), std::string("search ") + ctx + ", query " + std::to_string(i) + ": " + why);
+        continue;
+      }
+      // Structural rules only: distinct allowed ids, no NaN score, padding last.
+      std::set<uint64_t> seen;
+      uint64_t j = 0;
+      for (; j < k && row_ids[j] != MNEMO_NO_ID; ++j) {
+        FZ_CHECK(m.e.count(row_ids[j]) && (!allow || allow->count(row_ids[j])),
+                 std::string("search ") + ctx + " returned id " + std::to_string(row_ids[j]));
+        FZ_CHECK(seen.insert(row_ids[j]).second, std::string("search ") + ctx + ": id returned twice");
+        FZ_CHECK(!std::isnan(row_sc[j]), std::string("search ") + ctx + ": NaN score returned");
+      }
+      FZ_CHECK(j >= std::min<uint64_t>(k, must), std::string("search ") + ctx + ": " + std::to_string(j) +
+                                                     " results, at least " + std::to_string(std::min(k, must)) +
+                                                     " expected");
+      for (; j < k; ++j)
+        FZ_CHECK(row_ids[j] == MNEMO_NO_ID && std::isnan(row_sc[j]), std::string("search ") + ctx + ": bad padding");
+    }
+  }
+
+  // ---- calls ---------------------------------------------------------------
+  void do_add() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const int32_t vdt = fz::pick_dtype(fdp, {MNEMO_DTYPE_F32, m.dtype}, 5);
+    const bool dtype_ok = vdt == MNEMO_DTYPE_F32 || vdt == m.dtype;
+    const bool huge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+    const uint64_t count = huge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 6);
+    const uint64_t rows = huge ? 1 : count;
+    const PtrMode pi = fz::pick_mode(fdp, 6), pv = fz::pick_mode(fdp, 6);
+    const size_t es = dtype_ok ? fz::dtype_bytes(vdt) : 4;
+    Buf ids(rows * 8), vec(rows * m.dim * es);
+    std::vector<uint64_t> id_list;
+    std::vector<std::vector<double>> row_vals;
+    bool non_finite = false, no_id = false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t id = pick_id(fdp);
+      no_id = no_id || id == MNEMO_NO_ID;
+      std::memcpy(ids.data() + 8 * r, &id, 8);
+      id_list.push_back(id);
+      std::vector<double> v(m.dim);
+      for (uint64_t j = 0; j < m.dim; ++j) {
+        const float x = abi_value(fdp, true);
+        if (dtype_ok) fz::put_elem(vec.data(), vdt, r * m.dim + j, x);
+        const double in = dtype_ok ? fz::get_elem(vec.data(), vdt, r * m.dim + j) : x;
+        v[j] = stored_value(static_cast<float>(in), m.dtype);
+        // Infinite after rounding into the store counts as non-finite input.
+        non_finite = non_finite || !std::isfinite(v[j]);
+      }
+      row_vals.push_back(std::move(v));
+    }
+    if (s != nullptr) {
+      if (!dtype_ok) e.err(MNEMO_E_DTYPE);
+      pointer_errors(e, pi);
+      pointer_errors(e, pv);
+      if (huge) e.err(MNEMO_E_OVERFLOW);
+      if (!huge && count > 0 && no_id) e.err(MNEMO_E_OUT_OF_RANGE);
+      if (!huge && count > 0 && non_finite && validate) e.err(MNEMO_E_NON_FINITE);
+      if (count == 0 && e.mask != 0 && !(e.mask & (1u << MNEMO_E_DTYPE))) e.ok = true;  // nothing to do
+    }
+    const mnemo_status st =
+        mnemo_store_add(s, fz::view<uint64_t>(ids, pi), fz::view<unsigned char>(vec, pv), vdt, count);
+    check_status("mnemo_store_add", st, e);
+    if (st == MNEMO_OK && count > 0) m.add(id_list, row_vals);
+    if (st != MNEMO_OK) verify_state("a failed add");
+  }
+
+  void do_remove() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const bool huge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+    const uint64_t count = huge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 5);
+    const uint64_t rows = huge ? 1 : count;
+    const PtrMode pi = fz::pick_mode(fdp, 6);
+    Buf ids(rows * 8);
+    std::vector<uint64_t> list;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t id = pick_id(fdp);
+      std::memcpy(ids.data() + 8 * r, &id, 8);
+      list.push_back(id);
+    }
+    const bool want_removed = fdp.ConsumeIntegralInRange<int>(0, 9) != 0;
+    uint64_t removed = 0xDEADBEEF;
+    if (s != nullptr) {
+      if (count > 0) pointer_errors(e, pi);
+      if (huge && pi == PtrMode::good) e.err(MNEMO_E_OVERFLOW);
+    }
+    const mnemo_status st =
+        mnemo_store_remove(s, fz::view<uint64_t>(ids, pi), count, want_removed ? &removed : nullptr);
+    check_status("mnemo_store_remove", st, e);
+    if (st == MNEMO_OK) {
+      const uint64_t n = m.remove(list);
+      if (want_removed) FZ_CHECK(removed == n, "removed " + std::to_string(removed) + ", model " + std::to_string(n));
+      verify_state("a remove");
+    } else {
+      FZ_CHECK(removed == 0xDEADBEEF, "a failed remove wrote *removed");
+      verify_state("a failed remove");
+    }
+  }
+
+  void do_set_bias() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const bool huge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+    const uint64_t count = huge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 5);
+    const uint64_t rows = huge ? 1 : count;
+    const PtrMode pi = fz::pick_mode(fdp, 6), pb = fz::pick_mode(fdp, 6);
+    Buf ids(rows * 8), biases(rows * 4);
+    std::vector<uint64_t> list;
+    std::vector<float> vals;
+    bool absent = false, nonfin = false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t id = fdp.ConsumeIntegralInRange<int>(0, 9) ? pick_id(fdp) : m.e.empty() ? 0 : m.e.begin()->first;
+      const float b = fdp.ConsumeIntegralInRange<int>(0, 19)
+                          ? static_cast<float>(fdp.ConsumeIntegralInRange<int>(-16, 16)) / 4.0f
+                          : fz::maybe_non_finite(fdp, 2);
+      std::memcpy(ids.data() + 8 * r, &id, 8);
+      std::memcpy(biases.data() + 4 * r, &b, 4);
+      list.push_back(id);
+      vals.push_back(b);
+      absent = absent || !m.e.count(id);
+      nonfin = nonfin || !std::isfinite(b);
+    }
+    if (s != nullptr) {
+      pointer_errors(e, pi);
+      pointer_errors(e, pb);
+      if (huge) e.err(MNEMO_E_OVERFLOW);
+      if (!huge && count > 0 && absent) e.err(MNEMO_E_NOT_FOUND);
+      if (!huge && count > 0 && nonfin) e.err(MNEMO_E_NON_FINITE);
+      if (count == 0 && e.mask != 0) e.ok = true;
+    }
+    const mnemo_status st = mnemo_store_set_bias(s, fz::view<uint64_t>(ids, pi), fz::view<float>(biases, pb), count);
+    check_status("mnemo_store_set_bias", st, e);
+    if (st == MNEMO_OK)
+      for (size_t i = 0; i < list.size() && count > 0; ++i) m.e.at(list[i]).bias = vals[i];
+    verify_state(st == MNEMO_OK ? "set_bias" : "a failed set_bias");
+  }
+
+  void do_search() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const uint64_t nq = fdp.ConsumeIntegralInRange<uint64_t>(0, 3);
+    const int kr = fdp.ConsumeIntegralInRange<int>(0, 39);
+    const uint64_t k = kr == 0 ? 0 : kr == 1 ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(1, m.e.size() + 3);
+    const uint64_t cells = (k == kHugeCount ? 1 : k) * nq;
+    const PtrMode pq = fz::pick_mode(fdp, 5), pids = fz::pick_mode(fdp, 5), psc = fz::pick_mode(fdp, 5);
+    const bool alias = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;  // scores inside the ids buffer
+    std::vector<float> qv(nq * m.dim);
+    bool q_nonfin = false;
+    for (auto& v : qv) {
+      v = abi_value(fdp, true);
+      q_nonfin = q_nonfin || !std::isfinite(v);
+    }
+    // Options.
+    const int orr = fdp.ConsumeIntegralInRange<int>(0, 9);
+    mnemo_search_options o = mnemo_search_options_default();
+    const mnemo_search_options* op = orr == 0 ? nullptr : &o;
+    std::set<uint64_t> allow_set;
+    bool use_allow = false;
+    Buf filt_ids, bitmap;
+    if (op) {
+      const int fk = fdp.ConsumeIntegralInRange<int>(0, 20);
+      o.filter_kind = fk < 8    ? MNEMO_FILTER_NONE
+                      : fk < 14 ? MNEMO_FILTER_IDS
+                      : fk < 20 ? MNEMO_FILTER_SLOT_BITMAP
+                                : fdp.ConsumeIntegral<int32_t>();
+      const int ab = fdp.ConsumeIntegralInRange<int>(0, 20);
+      o.apply_bias = ab < 10 ? 0 : ab < 20 ? 1 : fdp.ConsumeIntegral<uint32_t>();
+      if (fdp.ConsumeIntegralInRange<int>(0, 29) == 0)
+        o.struct_size = fdp.ConsumeIntegralInRange<uint32_t>(0, sizeof o - 1);
+      if (o.filter_kind == MNEMO_FILTER_IDS) {
+        const bool fhuge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+        o.filter_count = fhuge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 6);
+        const PtrMode pf = fz::pick_mode(fdp, 5);
+        filt_ids = Buf((fhuge ? 1 : o.filter_count) * 8);
+        for (uint64_t i = 0; i < (fhuge ? 1 : o.filter_count); ++i) {
+          const uint64_t id = pick_id(fdp);
+          std::memcpy(filt_ids.data() + 8 * i, &id, 8);
+          allow_set.insert(id);
+        }
+        o.filter_ids = fz::view<uint64_t>(filt_ids, pf);
+        use_allow = true;
+        if (o.filter_count > 0) pointer_errors(e, pf);
+        if (fhuge && pf == PtrMode::good) e.err(MNEMO_E_OVERFLOW);
+      } else if (o.filter_kind == MNEMO_FILTER_SLOT_BITMAP) {
+        const bool wrong = fdp.ConsumeIntegralInRange<int>(0, 9) == 0;
+        o.filter_count = wrong ? fdp.ConsumeIntegralInRange<uint64_t>(0, 200) : m.slots.size();
+        const uint64_t words = (o.filter_count + 63) / 64;
+        const PtrMode pf = fz::pick_mode(fdp, 5);
+        bitmap = Buf(words * 8);
+        for (uint64_t w = 0; w < words; ++w) {
+          const uint64_t bits = fdp.ConsumeIntegral<uint64_t>();
+          std::memcpy(bitmap.data() + 8 * w, &bits, 8);
+        }
+        if (o.filter_count == m.slots.size())
+          for (uint64_t sl = 0; sl < m.slots.size(); ++sl)
+            if (((bitmap.as<uint64_t>()[sl >> 6] >> (sl & 63)) & 1u) && m.slots[sl] != MNEMO_NO_ID)
+              allow_set.insert(m.slots[sl]);
+        o.filter_bitmap = fz::view<uint64_t>(bitmap, pf);
+        use_allow = true;
+        if (o.filter_count > 0) pointer_errors(e, pf);
+        if (o.filter_count != m.slots.size()) e.err(MNEMO_E_SHAPE);
+      } else if (o.filter_kind != MNEMO_FILTER_NONE) {
+        e.err(MNEMO_E_INVALID_ARGUMENT);
+      }
+      if (o.apply_bias > 1 || o.struct_size < sizeof o) e.err(MNEMO_E_INVALID_ARGUMENT);
+    }
+    Buf q(qv.size() * 4), ids(cells * 8), scores(cells * 4);
+    if (!qv.empty()) std::memcpy(q.data(), qv.data(), qv.size() * 4);
+    float* sc_ptr = alias ? reinterpret_cast<float*>(ids.data()) : fz::view<float>(scores, psc);
+    if (alias && psc != PtrMode::good) sc_ptr = fz::view<float>(ids, psc);
+    if (s == nullptr) {
+      e = Expect{};
+      e.err(MNEMO_E_NULL_POINTER);
+    } else {
+      pointer_errors(e, pq);
+      pointer_errors(e, pids);
+      pointer_errors(e, psc);
+      if (k == 0) e.err(MNEMO_E_INVALID_ARGUMENT);
+      if (k == kHugeCount && nq > 0) e.err(MNEMO_E_OVERFLOW);
+      if (nq > 0 && k > 0 && alias && pids != PtrMode::null && psc != PtrMode::null) e.err(MNEMO_E_INVALID_ARGUMENT);
+      if (nq > 0 && q_nonfin && validate) e.err(MNEMO_E_NON_FINITE);
+      // The bitmap's length is checked against the store during the search:
+      // an empty query batch never gets there.
+      if (nq == 0 && (e.mask & (1u << MNEMO_E_SHAPE))) e.ok = e.ok || e.mask == (1u << MNEMO_E_SHAPE);
+    }
+    const std::vector<unsigned char> ids0 = ids.snapshot(), sc0 = scores.snapshot();
+    const mnemo_status st =
+        mnemo_store_search(s, fz::view<float>(q, pq), nq, k, op, fz::view<uint64_t>(ids, pids), sc_ptr);
+    check_status("mnemo_store_search", st, e);
+    if (st != MNEMO_OK) {
+      FZ_CHECK(ids.same_as(ids0) && scores.same_as(sc0), "a failed search wrote its outputs");
+      return;
+    }
+    if (nq == 0 || alias) return;
+    check_rows(qv, nq, k, op && o.apply_bias == 1, use_allow ? &allow_set : nullptr, ids.as<uint64_t>(),
+               scores.as<float>(), "");
+  }
+
+  void do_get() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const uint64_t id = pick_id(fdp);
+    const PtrMode po = fz::pick_mode(fdp, 10);
+    Buf out(m.dim * 4);
+    const auto before = out.snapshot();
+    if (s) {
+      pointer_errors(e, po);
+      if (!m.e.count(id)) e.err(MNEMO_E_NOT_FOUND);
+    }
+    const mnemo_status st = mnemo_store_get(s, id, fz::view<float>(out, po));
+    check_status("mnemo_store_get", st, e);
+    if (st != MNEMO_OK) FZ_CHECK(out.same_as(before), "a failed get wrote its output");
+  }
+
+  void do_small_queries() {
+    // count, slot_count, slot_of, shape with NULL outputs and absent ids.
+    uint64_t v = 7;
+    FZ_CHECK(mnemo_store_count(store, nullptr) == MNEMO_E_NULL_POINTER, "count(NULL)");
+    FZ_CHECK(mnemo_store_slot_count(nullptr, &v) == MNEMO_E_NULL_POINTER && v == 7, "slot_count(NULL store)");
+    const uint64_t id = pick_id(fdp);
+    const mnemo_status st = mnemo_store_slot_of(store, id, &v);
+    if (m.e.count(id))
+      FZ_CHECK(st == MNEMO_OK && v == m.slot_of(id), "slot_of: " + fz::status_text(st));
+    else
+      FZ_CHECK(st == MNEMO_E_NOT_FOUND && v == 7, "slot_of of an absent id: " + fz::status_text(st));
+    uint64_t dim = 0;
+    int32_t dt = 0, met = 0;
+    FZ_CHECK(mnemo_store_shape(store, &dim, &dt, &met) == MNEMO_OK && dim == m.dim && dt == m.dtype && met == m.metric,
+             "shape");
+    FZ_CHECK(mnemo_store_shape(store, nullptr, nullptr, nullptr) == MNEMO_OK, "shape with NULL outputs");
+  }
+
+  void do_save_load() {
+    const std::string path = fz::scratch_dir() + "/abi-" + std::to_string(files++) + ".mnemo";
+    const int how = fdp.ConsumeIntegralInRange<int>(0, 9);
+    if (how == 0) {
+      FZ_CHECK(mnemo_store_save(store, nullptr) == MNEMO_E_NULL_POINTER, "save(NULL path)");
+      FZ_CHECK(mnemo_store_save(nullptr, path.c_str()) == MNEMO_E_NULL_POINTER, "save(NULL store)");
+      const std::string bad = fz::scratch_dir() + "/no-such-folder/x.mnemo";
+      FZ_CHECK(mnemo_store_save(store, bad.c_str()) == MNEMO_E_IO, "save into a missing folder");
+      mnemo_store* out = reinterpret_cast<mnemo_store*>(0x10);
+      FZ_CHECK(mnemo_store_open(rt, bad.c_str(), &out) == MNEMO_E_IO && out == reinterpret_cast<mnemo_store*>(0x10),
+               "open of a missing file");
+      FZ_CHECK(mnemo_store_open(rt, nullptr, &out) == MNEMO_E_NULL_POINTER, "open(NULL path)");
+      FZ_CHECK(mnemo_store_open(nullptr, path.c_str(), &out) == MNEMO_E_NULL_POINTER, "open(NULL rt)");
+      FZ_CHECK(mnemo_store_open(rt, path.c_str(), nullptr) == MNEMO_E_NULL_POINTER, "open(NULL out)");
+      return;
+    }
+    mnemo_status st = mnemo_store_save(store, path.c_str());
+    FZ_CHECK(st == MNEMO_OK, "save: " + fz::status_text(st));
+    mnemo_store* loaded = nullptr;
+    st = mnemo_store_open(rt, path.c_str(), &loaded);
+    ::unlink(path.c_str());
+    // With validation off the store may hold NaN or infinity, which a store
+    // file refuses: the save succeeds, the open says CORRUPT.
+    if (!validate && !m.finite()) {
+      FZ_CHECK(st == MNEMO_OK || st == MNEMO_E_CORRUPT, "open of a non-finite store: " + fz::status_text(st));
+      mnemo_store_destroy(loaded);
+      return;
+    }
+    FZ_CHECK(st == MNEMO_OK, "open of a just-saved store: " + fz::status_text(st));
+    // The loaded store replaces the current one. Slots after a load are the
+    // store's own business: take its numbering if it is a bijection.
+    mnemo_store_destroy(store);
+    store = loaded;
+    uint64_t slots = 0;
+    FZ_CHECK(mnemo_store_slot_count(store, &slots) == MNEMO_OK && slots == m.e.size(), "slot count after load");
+    std::vector<uint64_t> order(slots, MNEMO_NO_ID);
+    for (const auto& kv : m.e) {
+      uint64_t sl = 0;
+      FZ_CHECK(mnemo_store_slot_of(store, kv.first, &sl) == MNEMO_OK && sl < slots && order[sl] == MNEMO_NO_ID,
+               "slots after load are not a bijection");
+      order[sl] = kv.first;
+    }
+    m.slots = order;
+    m.dead = 0;
+    verify_state("save and open");
+  }
+
+  void run() {
+    for (int step = 0; step < 48 && fdp.remaining_bytes() > 0; ++step) {
+      switch (fdp.ConsumeIntegralInRange<int>(0, 12)) {
+        case 0:
+        case 1:
+        case 2: do_add(); break;
+        case 3:
+        case 4: do_remove(); break;
+        case 5: do_set_bias(); break;
+        case 6:
+        case 7:
+        case 8: do_search(); break;
+        case 9: do_get(); break;
+        case 10: do_small_queries(); break;
+        case 11: do_save_load(); break;
+        default: verify_state("a step"); break;
+      }
+    }
+    verify_state("the last step");
+  }
+};
+
+// Bad arguments to mnemo_store_create: the status the header names, no handle.
+void bad_creates(FuzzedDataProvider& fdp, mnemo_runtime* rt) {
+  const int n = fdp.ConsumeIntegralInRange<int>(0, 2);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t dim =
+        fdp.ConsumeBool() ? fdp.ConsumeIntegral<uint64_t>() : fdp.ConsumeIntegralInRange<uint64_t>(0, 70000);
+    const int32_t dt = fz::pick_dtype(fdp, {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}, 40);
+    const int32_t met = fz::pick_metric(fdp, 40);
+    const bool null_rt = fdp.ConsumeIntegralInRange<int>(0, 9) == 0,
+               null_out = fdp.ConsumeIntegralInRange<int>(0, 9) == 0;
+    Expect e;
+    if (null_rt || null_out) {
+      e.err(MNEMO_E_NULL_POINTER);
+    } else {
+      if (dt < MNEMO_DTYPE_F32 || dt > MNEMO_DTYPE_BF16) e.err(MNEMO_E_DTYPE);
+      if (met < MNEMO_METRIC_COSINE || met > MNEMO_METRIC_L2SQ) e.err(MNEMO_E_INVALID_ARGUMENT);
+      if (dim == 0 || dim > 65536) e.err(MNEMO_E_INVALID_ARGUMENT);
+    }
+    mnemo_store* out = reinterpret_cast<mnemo_store*>(0x20);
+    const mnemo_status st = mnemo_store_create(null_rt ? nullptr : rt, dim, dt, met, null_out ? nullptr : &out);
+    check_status("mnemo_store_create", st, e);
+    if (st == MNEMO_OK)
+      mnemo_store_destroy(out);
+    else
+      FZ_CHECK(out == reinterpret_cast<mnemo_store*>(0x20), "a failed create wrote *out");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider fdp(data, size);
+  const bool validate = fdp.ConsumeIntegralInRange<int>(0, 9) != 0;
+  mnemo_runtime* rt = fz::cpu_runtime(validate);
+  bad_creates(fdp, rt);
+  const uint64_t dim = fdp.ConsumeIntegralInRange<int>(0, 7) ? fdp.ConsumeIntegralInRange<uint64_t>(1, 9)
+                                                             : fdp.ConsumeIntegralInRange<uint64_t>(10, 70);
+  const int32_t dtype = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16);
+  const int32_t metric = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_METRIC_COSINE, MNEMO_METRIC_L2SQ);
+  Harness h(fdp, rt, validate, dim, dtype, metric);
+  const mnemo_status st = mnemo_store_create(rt, dim, dtype, metric, &h.store);
+  FZ_CHECK(st == MNEMO_OK, "store_create: " + fz::status_text(st));
+  h.run();
+  return 0;
+}

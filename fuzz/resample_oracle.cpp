@@ -1,0 +1,75 @@
+#include "resample_oracle.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "reference.h"
+
+namespace fz {
+
+namespace {
+
+// One interpolated element: w from the exact times, out = fma(w, b - a, a)
+// in f32 rounded to the data dtype. The bound allows for w's roundings in
+// the time dtype.
+std::string check_interp(double a, double b, double w, double got, int32_t dtype) {
+  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  const float diff = fb - fa;
+  char msg[200];
+  if (!std::isfinite(diff)) {
+    // b - a overflows f32: the formula gives infinity, unless w rounds to an
+    // end weight, which copies that sample.
+    if (got == a || got == b || (std::isinf(got) && std::signbit(got) == std::signbit(diff))) return "";
+    std::snprintf(msg, sizeof msg, "b - a overflows f32 (a %.9g, b %.9g, w %.9g) but got %.9g", a, b, w, got);
+    return msg;
+  }
+  const double exact = a + w * (b - a);
+  const double tol = ref::interp_tol(dtype, a, b, exact);
+  if (std::fabs(got - exact) <= tol) return "";
+  std::snprintf(msg, sizeof msg, "got %.9g, exact %.9g (a %.9g, b %.9g, w %.9g, bound %.3g)", got, exact, a, b, w, tol);
+  return msg;
+}
+
+}  // namespace
+
+std::string check_resample(const std::vector<double>& stv, const std::vector<double>& ttv, const void* data,
+                           const void* out, int32_t ddt, uint64_t batch, uint64_t n_src, uint64_t dim, uint64_t n_tgt,
+                           const std::vector<uint64_t>& sl, const std::vector<uint64_t>& tl) {
+  const size_t esz = ref::dtype_size(ddt);
+  const auto* din = static_cast<const unsigned char*>(data);
+  const auto* dout = static_cast<const unsigned char*>(out);
+  const std::vector<ref::ResampleTarget> plan = ref::resample_plan(stv, ttv, batch, n_src, n_tgt, sl, tl);
+  for (uint64_t b = 0; b < batch; ++b)
+    for (uint64_t j = 0; j < n_tgt; ++j) {
+      const ref::ResampleTarget& p = plan[b * n_tgt + j];
+      for (uint64_t d = 0; d < dim; ++d) {
+        char where[200];
+        std::snprintf(where, sizeof where,
+                      "row %llu target %llu (time %.9g) dim %llu: ", static_cast<unsigned long long>(b),
+                      static_cast<unsigned long long>(j), ttv[b * n_tgt + j], static_cast<unsigned long long>(d));
+        const uint64_t o_i = (b * n_tgt + j) * dim + d;
+        const double got = ref::load(out, ddt, o_i);
+        if (p.kind == ref::ResampleTarget::kZero) {
+          if (got != 0.0) return std::string(where) + "past tgt_lengths but not zero";
+          continue;
+        }
+        const uint64_t a_i = (b * n_src + p.i) * dim + d;
+        if (p.kind == ref::ResampleTarget::kSample) {
+          if (std::memcmp(dout + o_i * esz, din + a_i * esz, esz) != 0)
+            return std::string(where) + "not an exact copy of sample " + std::to_string(p.i);
+          continue;
+        }
+        const std::string why = check_interp(ref::load(data, ddt, a_i), ref::load(data, ddt, a_i + dim), p.w, got, ddt);
+        if (!why.empty()) {
+          char times[120];
+          std::snprintf(times, sizeof times, " between times %.9g and %.9g", stv[b * n_src + p.i],
+                        stv[b * n_src + p.i + 1]);
+          return std::string(where) + why + times;
+        }
+      }
+    }
+  return "";
+}
+
+}  // namespace fz
