@@ -16,9 +16,14 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
     const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
-    for (int64_t r = 0; r < rows; ++r)
-      simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim, stream);
+#pragma omp parallel num_threads(threads())
+    {
+#pragma omp for schedule(dynamic, 256) nowait
+      for (int64_t r = 0; r < rows; ++r)
+        simd::normalize_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
+                            stream);
+      if (stream) simd::stream_fence();
+    }
     return;
   }
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
@@ -43,10 +48,14 @@ void CpuBackend::layer_norm(const NormArgs& a) {
     const auto* in = static_cast<const float*>(a.in);
     auto* out = static_cast<float*>(a.out);
     const bool stream = in != out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads())
-    for (int64_t r = 0; r < rows; ++r)
-      simd::layer_norm_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
-                           a.gamma, a.beta, a.eps, stream);
+#pragma omp parallel num_threads(threads())
+    {
+#pragma omp for schedule(dynamic, 256) nowait
+      for (int64_t r = 0; r < rows; ++r)
+        simd::layer_norm_f32(in + static_cast<uint64_t>(r) * a.dim, out + static_cast<uint64_t>(r) * a.dim, a.dim,
+                             a.gamma, a.beta, a.eps, stream);
+      if (stream) simd::stream_fence();
+    }
     return;
   }
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads())

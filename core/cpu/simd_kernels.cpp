@@ -246,7 +246,8 @@ HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
 // Writes out[0..dim): vf(i) gives lanes i..i+N, sf(i) one element. With
 // `stream` the vectors go out as non-temporal stores (a large output then
 // skips reading each line before writing it); a scalar head first brings out
-// to vector alignment.
+// to vector alignment. The caller fences once its rows are done
+// (simd::stream_fence), not every row.
 template <class VFn, class SFn>
 HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SFn sf) {
   const size_t N = hn::Lanes(df);
@@ -256,7 +257,6 @@ HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SF
     const size_t head = ((vb - addr % vb) % vb) / sizeof(float);
     for (; i < head && i < dim; ++i) out[i] = sf(i);
     for (; i + N <= dim; i += N) hn::Stream(vf(i), df, out + i);
-    hwy::FlushStream();
   } else {
     for (; i + N <= dim; i += N) hn::StoreU(vf(i), df, out + i);
   }
@@ -389,6 +389,7 @@ void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim,
 uint64_t first_non_finite(const void* data, DType t, uint64_t n) {
   return HWY_DYNAMIC_DISPATCH(FirstNonFinite)(data, t, n);
 }
+void stream_fence() { hwy::FlushStream(); }
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
 }  // namespace mnemo::cpu::simd

@@ -40,6 +40,10 @@ void normalize_f32(const float* in, float* out, uint64_t dim, bool stream);
 void layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                     bool stream);
 
+// Orders this thread's non-temporal stores before whatever it does next:
+// each thread that wrote with stream = true calls it after its last row.
+void stream_fence();
+
 // out[d] = fma(w, b[d] - a[d], a[d]) over f32 rows.
 void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream);
 
