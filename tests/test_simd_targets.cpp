@@ -289,6 +289,29 @@ TEST_P(SimdTarget, LargeOutputsMatchReference) {
   EXPECT_EQ(bad, 0u);
 }
 
+// The non-finite check of large inputs runs in parts on several threads and
+// must still name the first offending element, in every dtype.
+TEST_P(SimdTarget, NonFiniteCheckNamesTheFirstInLargeInputs) {
+  ForcedTarget forced(GetParam());
+  mt::RuntimePtr rt = cpu_runtime("8", 2);
+  const size_t rows = 5463, dim = 768, n = rows * dim;  // above 2^22 elements
+  for (const int32_t dtype : mt::storage_dtypes()) {
+    SCOPED_TRACE(mt::dtype_name(dtype));
+    const size_t es = mt::dtype_size(dtype);
+    Buf<unsigned char> in(n * es), out(n * es);
+    for (size_t i = 0; i < n; ++i) ref::store(in.data(), dtype, i, 0.5 + static_cast<double>(i % 7));
+    ref::store(in.data(), dtype, 3000001, std::nan(""));
+    ref::store(in.data(), dtype, 2100003, HUGE_VAL);
+    ref::store(in.data(), dtype, n - 1, -HUGE_VAL);
+    out.fill_bytes(0x5A);
+    const std::vector<unsigned char> before = out.snapshot();
+    EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows, dim),
+                                MNEMO_E_NON_FINITE, "in"));
+    EXPECT_TRUE(mt::names_number(mt::last_error(), 2100003)) << mt::last_error();
+    EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, SimdTarget, ::testing::ValuesIn(targets()),
                          [](const ::testing::TestParamInfo<int64_t>& i) {
                            return std::string(hwy::TargetName(i.param));

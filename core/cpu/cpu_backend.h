@@ -8,7 +8,7 @@ namespace mnemo::cpu {
 // Query batches of at least this many queries go to the GEMM search path
 // (measured switch point, docs/benchmarks.md); MNEMO_CPU_GEMM_MIN_QUERIES
 // overrides it when the backend is created.
-constexpr uint64_t kGemmMinQueriesDefault = 8;
+constexpr uint64_t kGemmMinQueriesDefault = 6;
 // Stores smaller than this are always streamed.
 constexpr uint64_t kGemmMinSlots = 2048;
 // Below this many slots a search splits queries, not slots, among threads.

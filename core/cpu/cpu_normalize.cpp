@@ -49,14 +49,18 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
   const int64_t rows = static_cast<int64_t>(a.rows);
   const bool f32 = a.dtype == DType::f32;
   const bool stream = f32 && a.in != a.out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(threads())
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t off = static_cast<uint64_t>(r) * a.dim;
-    if (f32 && simd::normalize_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim,
-                                   stream))
-      continue;
-    normalize_row(static_cast<const unsigned char*>(a.in) + off * esz, static_cast<unsigned char*>(a.out) + off * esz,
-                  a.dtype, a.dim);
+#pragma omp parallel num_threads(threads())
+  {
+#pragma omp for schedule(dynamic, 256) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint64_t off = static_cast<uint64_t>(r) * a.dim;
+      if (f32 && simd::normalize_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim,
+                                     stream))
+        continue;
+      normalize_row(static_cast<const unsigned char*>(a.in) + off * esz,
+                    static_cast<unsigned char*>(a.out) + off * esz, a.dtype, a.dim);
+    }
+    if (stream) simd::stream_fence();
   }
 }
 
@@ -65,14 +69,18 @@ void CpuBackend::layer_norm(const NormArgs& a) {
   const int64_t rows = static_cast<int64_t>(a.rows);
   const bool f32 = a.dtype == DType::f32;
   const bool stream = f32 && a.in != a.out && a.rows * a.dim * sizeof(float) >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(threads())
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t off = static_cast<uint64_t>(r) * a.dim;
-    if (f32 && simd::layer_norm_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim,
-                                    a.gamma, a.beta, a.eps, stream))
-      continue;
-    layer_norm_row(static_cast<const unsigned char*>(a.in) + off * esz,
-                   static_cast<unsigned char*>(a.out) + off * esz, a.dtype, a.dim, a.gamma, a.beta, a.eps);
+#pragma omp parallel num_threads(threads())
+  {
+#pragma omp for schedule(dynamic, 256) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint64_t off = static_cast<uint64_t>(r) * a.dim;
+      if (f32 && simd::layer_norm_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim,
+                                      a.gamma, a.beta, a.eps, stream))
+        continue;
+      layer_norm_row(static_cast<const unsigned char*>(a.in) + off * esz,
+                     static_cast<unsigned char*>(a.out) + off * esz, a.dtype, a.dim, a.gamma, a.beta, a.eps);
+    }
+    if (stream) simd::stream_fence();
   }
 }
 

@@ -46,47 +46,51 @@ void run(const CpuBackend& be, const ResampleArgs& a) {
   const T* tt = static_cast<const T*>(a.tgt_times);
   const int64_t total = static_cast<int64_t>(a.batch * a.n_tgt);
   const bool stream = a.batch * a.n_tgt * D * esz >= simd::kStreamMinBytes;
-#pragma omp parallel for schedule(static) num_threads(be.threads())
-  for (int64_t bt = 0; bt < total; ++bt) {
-    const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
-    void* dst = out + (b * a.n_tgt + t) * D * esz;
-    const uint64_t S = a.src_lengths ? a.src_lengths[b] : a.n_src;
-    const uint64_t T_valid = a.tgt_lengths ? a.tgt_lengths[b] : a.n_tgt;
-    if (t >= T_valid) {
-      std::memset(dst, 0, D * esz);
-      continue;
-    }
-    const unsigned char* row = data + b * a.n_src * D * esz;
-    const T* times = st + b * a.n_src;
-    const T target = tt[b * a.n_tgt + t];
-    // Outside the range (or a single sample): an exact copy of an end sample.
-    if (S == 1 || target >= times[S - 1]) {
-      std::memcpy(dst, row + (S - 1) * D * esz, D * esz);
-      continue;
-    }
-    if (target < times[0]) {
-      std::memcpy(dst, row, D * esz);
-      continue;
-    }
-    uint64_t i;
-    float w;
-    interval_of<T>(times, S, target, i, w);
-    const void* pa = row + i * D * esz;
-    const void* pb = row + (i + 1) * D * esz;
-    // The end weights copy a sample exactly, whatever its dtype.
-    if (w == 0.0f) {
-      std::memcpy(dst, pa, D * esz);
-    } else if (w == 1.0f) {
-      std::memcpy(dst, pb, D * esz);
-    } else if (a.data_dtype == DType::f32) {
-      simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D,
-                     stream);
-    } else {
-      for (uint64_t d = 0; d < D; ++d) {
-        const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);
-        store_elem(dst, a.data_dtype, d, std::fma(w, y - x, x));
+#pragma omp parallel num_threads(be.threads())
+  {
+#pragma omp for schedule(dynamic, 256) nowait
+    for (int64_t bt = 0; bt < total; ++bt) {
+      const uint64_t b = static_cast<uint64_t>(bt) / a.n_tgt, t = static_cast<uint64_t>(bt) % a.n_tgt;
+      void* dst = out + (b * a.n_tgt + t) * D * esz;
+      const uint64_t S = a.src_lengths ? a.src_lengths[b] : a.n_src;
+      const uint64_t T_valid = a.tgt_lengths ? a.tgt_lengths[b] : a.n_tgt;
+      if (t >= T_valid) {
+        std::memset(dst, 0, D * esz);
+        continue;
+      }
+      const unsigned char* row = data + b * a.n_src * D * esz;
+      const T* times = st + b * a.n_src;
+      const T target = tt[b * a.n_tgt + t];
+      // Outside the range (or a single sample): an exact copy of an end sample.
+      if (S == 1 || target >= times[S - 1]) {
+        std::memcpy(dst, row + (S - 1) * D * esz, D * esz);
+        continue;
+      }
+      if (target < times[0]) {
+        std::memcpy(dst, row, D * esz);
+        continue;
+      }
+      uint64_t i;
+      float w;
+      interval_of<T>(times, S, target, i, w);
+      const void* pa = row + i * D * esz;
+      const void* pb = row + (i + 1) * D * esz;
+      // The end weights copy a sample exactly, whatever its dtype.
+      if (w == 0.0f) {
+        std::memcpy(dst, pa, D * esz);
+      } else if (w == 1.0f) {
+        std::memcpy(dst, pb, D * esz);
+      } else if (a.data_dtype == DType::f32) {
+        simd::lerp_f32(static_cast<const float*>(pa), static_cast<const float*>(pb), w, static_cast<float*>(dst), D,
+                       stream);
+      } else {
+        for (uint64_t d = 0; d < D; ++d) {
+          const float x = load_elem(pa, a.data_dtype, d), y = load_elem(pb, a.data_dtype, d);
+          store_elem(dst, a.data_dtype, d, std::fma(w, y - x, x));
+        }
       }
     }
+    if (stream) simd::stream_fence();
   }
 }
 

@@ -5,6 +5,7 @@
 // selectors are merged in thread order; the (key, id) order is total and ids
 // are unique, so the result does not depend on the thread count.
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #ifdef _OPENMP
@@ -21,6 +22,8 @@ namespace {
 
 // Rows scored per kernel call: the scores of a block stay in L1.
 constexpr uint64_t kBlock = 64;
+// Slots a thread takes at a time from a large store.
+constexpr uint64_t kChunk = 4096;
 
 // Scores slots [lo, hi) for queries q[0..m) into tops[0..m).
 void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t lo,
@@ -69,22 +72,26 @@ void CpuBackend::search(const SearchArgs& a) {
     errors.rethrow();
     return;
   }
-  // A large store: one pass per query group, the slots split among threads.
+  // A large store: one pass per query group. Threads take chunks of slots
+  // from a shared counter, so a thread that loses its core to another
+  // process does not hold the others up; any split gives the same result.
+  const uint64_t chunks = (s.slots + kChunk - 1) / kChunk;
   for (uint64_t g = 0; g < groups; ++g) {
     const uint64_t q0 = g * G, m = std::min(G, a.nq - q0);
     const float* q = a.queries + q0 * s.dim;
     float qn[simd::kMaxQueries];
     for (uint64_t j = 0; j < m; ++j) qn[j] = query_norm(q + j * s.dim, s.dim);
     std::vector<std::vector<TopK>> parts(static_cast<size_t>(nt), std::vector<TopK>(m, TopK(cap)));
+    std::atomic<uint64_t> next{0};
 #pragma omp parallel num_threads(nt)
     errors.run([&] {
 #ifdef _OPENMP
-      const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
+      const size_t t = static_cast<size_t>(omp_get_thread_num());
 #else
-      const uint64_t t = 0, T = 1;
+      const size_t t = 0;
 #endif
-      const uint64_t lo = s.slots * t / T, hi = s.slots * (t + 1) / T;
-      scan_range(s, a, q, m, qn, lo, hi, parts[t].data());
+      for (uint64_t c = next++; c < chunks; c = next++)
+        scan_range(s, a, q, m, qn, c * kChunk, std::min(s.slots, (c + 1) * kChunk), parts[t].data());
     });
     errors.rethrow();
     for (uint64_t j = 0; j < m; ++j) {

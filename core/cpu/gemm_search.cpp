@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <vector>
@@ -110,18 +111,21 @@ void gemm_search(const SearchArgs& a, int threads) {
   std::vector<std::vector<QueryState>> state(static_cast<size_t>(nt));
   const uint64_t tiles = (s.slots + kTileRows - 1) / kTileRows;
   ParallelErrors errors;
+  // Tiles come from a shared counter: a thread that loses its core does not
+  // hold the others up, and any split gives the same result.
+  std::atomic<uint64_t> next{0};
 #pragma omp parallel num_threads(nt)
   errors.run([&] {
 #ifdef _OPENMP
-    const uint64_t t = static_cast<uint64_t>(omp_get_thread_num()), T = static_cast<uint64_t>(omp_get_num_threads());
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
 #else
-    const uint64_t t = 0, T = 1;
+    const size_t t = 0;
 #endif
     std::vector<QueryState>& st = state[t];
     st.assign(nq, QueryState(cap));
     std::vector<float> wide(s.dtype == DType::f32 ? 0 : kTileRows * D);
     std::vector<float> tile(std::min(nq, kQueryChunk) * kTileRows);
-    for (uint64_t ti = tiles * t / T; ti < tiles * (t + 1) / T; ++ti) {
+    for (uint64_t ti = next++; ti < tiles; ti = next++) {
       const uint64_t r0 = ti * kTileRows, n = std::min(kTileRows, s.slots - r0);
       const float* x = reinterpret_cast<const float*>(base + r0 * row_bytes);
       if (s.dtype != DType::f32) {

@@ -251,7 +251,8 @@ HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
 // Writes out[0..dim): vf(i) gives lanes i..i+N, sf(i) one element. With
 // `stream` the vectors go out as non-temporal stores (a large output then
 // skips reading each line before writing it); a scalar head first brings out
-// to vector alignment.
+// to vector alignment. The caller fences once its rows are done
+// (simd::stream_fence), not every row.
 template <class VFn, class SFn>
 HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SFn sf) {
   const size_t N = hn::Lanes(df);
@@ -261,7 +262,6 @@ HWY_INLINE void write_row(DF df, float* out, size_t dim, bool stream, VFn vf, SF
     const size_t head = ((vb - addr % vb) % vb) / sizeof(float);
     for (; i < head && i < dim; ++i) out[i] = sf(i);
     for (; i + N <= dim; i += N) hn::Stream(vf(i), df, out + i);
-    hwy::FlushStream();
   } else {
     for (; i + N <= dim; i += N) hn::StoreU(vf(i), df, out + i);
   }
@@ -325,6 +325,39 @@ void LerpF32(const float* a, const float* b, float w, float* out, uint64_t dim, 
       [&](size_t i) { return std::fma(w, b[i] - a[i], a[i]); });
 }
 
+// Blocks of whole vectors are tested without branches (the OR of the lane
+// masks); only a block that holds a non-finite value is searched for it.
+template <class U>
+uint64_t first_exp_all_ones(const U* p, uint64_t n, U exp_mask) {
+  const hn::ScalableTag<U> du;
+  const size_t N = hn::Lanes(du);
+  const auto vm = hn::Set(du, exp_mask);
+  const uint64_t block = 16 * N;
+  uint64_t i = 0;
+  for (; i + block <= n; i += block) {
+    auto hit = hn::Zero(du);
+    for (uint64_t j = 0; j < block; j += N) {
+      const auto e = hn::And(hn::LoadU(du, p + i + j), vm);
+      hit = hn::Or(hit, hn::VecFromMask(du, hn::Eq(e, vm)));
+    }
+    if (!hn::AllFalse(du, hn::MaskFromVec(hit)))
+      for (uint64_t j = i; j < i + block; ++j)
+        if ((p[j] & exp_mask) == exp_mask) return j;
+  }
+  for (; i < n; ++i)
+    if ((p[i] & exp_mask) == exp_mask) return i;
+  return n;
+}
+
+uint64_t FirstNonFinite(const void* data, DType t, uint64_t n) {
+  switch (t) {
+    case DType::f16: return first_exp_all_ones<uint16_t>(static_cast<const uint16_t*>(data), n, 0x7c00u);
+    case DType::bf16: return first_exp_all_ones<uint16_t>(static_cast<const uint16_t*>(data), n, 0x7f80u);
+    case DType::f64: return first_exp_all_ones<uint64_t>(static_cast<const uint64_t*>(data), n, 0x7ff0000000000000ull);
+    default: return first_exp_all_ones<uint32_t>(static_cast<const uint32_t*>(data), n, 0x7f800000u);
+  }
+}
+
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace mnemo::cpu::simd::HWY_NAMESPACE
@@ -341,6 +374,7 @@ HWY_EXPORT(Widen);
 HWY_EXPORT(NormalizeF32);
 HWY_EXPORT(LayerNormF32);
 HWY_EXPORT(LerpF32);
+HWY_EXPORT(FirstNonFinite);
 HWY_EXPORT(TargetNameImpl);
 
 void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
@@ -365,6 +399,10 @@ bool layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamm
 void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream) {
   HWY_DYNAMIC_DISPATCH(LerpF32)(a, b, w, out, dim, stream);
 }
+uint64_t first_non_finite(const void* data, DType t, uint64_t n) {
+  return HWY_DYNAMIC_DISPATCH(FirstNonFinite)(data, t, n);
+}
+void stream_fence() { hwy::FlushStream(); }
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
 }  // namespace mnemo::cpu::simd

@@ -42,8 +42,16 @@ bool normalize_f32(const float* in, float* out, uint64_t dim, bool stream);
 bool layer_norm_f32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                     bool stream);
 
+// Orders this thread's non-temporal stores before whatever it does next:
+// each thread that wrote with stream = true calls it after its last row.
+void stream_fence();
+
 // out[d] = fma(w, b[d] - a[d], a[d]) over f32 rows.
 void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim, bool stream);
+
+// Index of the first element of n whose exponent bits are all set (NaN or
+// infinity) in data of type t (f32, f16, bf16, f64), or n when none is.
+uint64_t first_non_finite(const void* data, DType t, uint64_t n);
 
 // The Highway target the kernels run on now (e.g. "AVX3").
 const char* target_name();
