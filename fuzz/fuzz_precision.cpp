@@ -335,7 +335,7 @@ void run_resample(FuzzedDataProvider& fdp, int32_t ddt) {
         const int g = fdp.ConsumeIntegralInRange<int>(0, 5);
         const double gap = g == 0   ? 0.0
                            : g == 1 ? std::ldexp(1.0, pick_exponent(fdp)) * fdp.ConsumeProbability<double>()
-                           : g == 2 ? top * fdp.ConsumeProbability<double>()
+                           : g == 2 ? 2 * top * fdp.ConsumeProbability<double>()
                                     : fdp.ConsumeProbability<double>();
         t = std::min(t + gap, top);
       }
