@@ -67,7 +67,7 @@ run() {
     return 2
   }
   "$exe" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -max_total_time="$seconds" -timeout=60 -rss_limit_mb=16384 \
-    -max_len=4096 -artifact_prefix="$out/findings/" "$out/corpus" >"$log" 2>&1
+    -len_control=0 -max_len=1024 -artifact_prefix="$out/findings/" "$out/corpus" >"$log" 2>&1
   local rc=$?
   local last
   last=$(grep -E '^#[0-9]+' "$log" | tail -n1)
