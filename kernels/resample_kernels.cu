@@ -90,7 +90,14 @@ __global__ void __launch_bounds__(kThreads) resample_kernel(ResampleRef r, uint3
         a = S - 1;
       } else if (x >= times[0]) {
         a = interval_of<TT>(times, S, x, lane);
-        TT q = (x - times[a]) / (times[a + 1] - times[a]);
+        TT num = x - times[a], den = times[a + 1] - times[a];
+        if (!isfinite(den)) {
+          // Finite times far apart overflow their difference: halving every
+          // operand is exact and gives the same quotient.
+          num = x / 2 - times[a] / 2;
+          den = times[a + 1] / 2 - times[a] / 2;
+        }
+        TT q = num / den;
         q = q < TT(0) ? TT(0) : (q > TT(1) ? TT(1) : q);
         w = static_cast<float>(q);
         // The end weights copy a sample exactly, whatever its dtype.
