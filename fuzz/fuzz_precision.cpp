@@ -326,18 +326,22 @@ void run_resample(FuzzedDataProvider& fdp, int32_t ddt) {
       v[i] = t;
     }
   };
-  const double top = tdt == MNEMO_DTYPE_F32 ? std::numeric_limits<float>::max() : 1e300;
+  const double top = tdt == MNEMO_DTYPE_F32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
   for (uint64_t b = 0; b < batch; ++b) {
-    double t = fdp.ConsumeBool() ? fz::hurt_float(fdp) : -top * fdp.ConsumeProbability<double>();
+    // Starts low in the range often, so that a big gap crosses zero and the
+    // difference of two times overflows the time dtype.
+    const int start = fdp.ConsumeIntegralInRange<int>(0, 2);
+    double t = start == 0 ? fz::hurt_float(fdp) : start == 1 ? -top * fdp.ConsumeProbability<double>() : -0.75 * top;
     std::vector<double> row;
     for (uint64_t i = 0; i < n_src; ++i) {
       if (i > 0) {
-        const int g = fdp.ConsumeIntegralInRange<int>(0, 5);
+        const int g = fdp.ConsumeIntegralInRange<int>(0, 6);
         const double gap = g == 0   ? 0.0
                            : g == 1 ? std::ldexp(1.0, pick_exponent(fdp)) * fdp.ConsumeProbability<double>()
-                           : g == 2 ? top * fdp.ConsumeProbability<double>()
+                           : g == 2 ? top * (2 * fdp.ConsumeProbability<double>())
                                     : fdp.ConsumeProbability<double>();
-        t = std::min(t + gap, top);
+        t = std::min(g == 6 ? t + 0.75 * top + 0.75 * top : t + gap, top);
+        if (std::isnan(t)) t = top;
       }
       put_time(st, stv, b * n_src + i, t);
       t = stv[b * n_src + i];  // the value as stored: rounding keeps the row sorted
@@ -349,9 +353,10 @@ void run_resample(FuzzedDataProvider& fdp, int32_t ddt) {
       double x;
       if (k == 0)
         x = row[i];
-      else if (k == 1 && i + 1 < n_src)
-        x = row[i] + (row[i + 1] - row[i]) * fdp.ConsumeProbability<double>();
-      else if (k == 2)
+      else if (k == 1 && i + 1 < n_src) {
+        const double p = fdp.ConsumeProbability<double>();
+        x = row[i] * (1 - p) + row[i + 1] * p;  // no difference: it may overflow
+      } else if (k == 2)
         x = fz::hurt_float(fdp);
       else if (k == 3)
         x = (fdp.ConsumeBool() ? -1 : 1) * top * fdp.ConsumeProbability<double>();

@@ -14,7 +14,9 @@
 #       each against the float64 reference and CPU against GPU. It goes on
 #       after a finding (fork mode); findings land in OUT/findings/, the log
 #       in OUT/precision.log; executions, exec/s, coverage and findings are
-#       printed last.
+#       printed last, with the kinds of finding from a replay of each.
+#   scripts/device-fuzz.sh replay DIR FILE...   on the GPU machine: runs single
+#       inputs (past findings) through the bundled binary and prints what fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -41,10 +43,9 @@ bundle() {
   du -sh "$dir"
 }
 
-run() {
-  local dir=$1 out=$2 seconds=$3
-  mkdir -p "$out/findings" "$out/corpus"
-  cp -n "$dir"/corpus/* "$out/corpus/" 2>/dev/null
+# The GPU machine's environment for the bundled binary in $1.
+gpu_env() {
+  local dir=$1
   local backend_dir=${MNEMO_BACKEND_DIR:-$PWD/.device/lib}
   [ -f "$backend_dir/libmnemo_cuda.so" ] || { echo "no libmnemo_cuda.so in $backend_dir" >&2; return 2; }
   local cublas
@@ -56,6 +57,34 @@ run() {
   # allocations at exit are not leaks of mnemo.
   export ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:abort_on_error=1:handle_segv=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+}
+
+# What each finding says: the first failure line of a replay of each file.
+explain() {
+  local exe=$1
+  shift
+  local f
+  for f in "$@"; do
+    "$exe" "$f" 2>&1 | grep -m1 -E 'mnemo fuzz: [^b]|ERROR: AddressSanitizer|runtime error' | cut -c1-400
+  done | sed -E 's/[0-9]+\.[0-9]+(e[-+][0-9]+)?/N/g' | sort | uniq -c | sort -rn
+}
+
+replay() {
+  local dir=$1
+  shift
+  gpu_env "$dir" || return 2
+  local f
+  for f in "$@"; do
+    echo "== $f"
+    "$dir/fuzz_precision" "$f" 2>&1 | grep -E 'mnemo fuzz|ERROR|runtime error|Executed' | cut -c1-600
+  done
+}
+
+run() {
+  local dir=$1 out=$2 seconds=$3
+  mkdir -p "$out/findings" "$out/corpus"
+  cp -n "$dir"/corpus/* "$out/corpus/" 2>/dev/null
+  gpu_env "$dir" || return 2
   local exe="$dir/fuzz_precision" log="$out/precision.log"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   # One pass over the seeds first: it must see the CUDA backends.
@@ -67,7 +96,7 @@ run() {
     return 2
   }
   "$exe" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -max_total_time="$seconds" -timeout=60 -rss_limit_mb=16384 \
-    -max_len=4096 -artifact_prefix="$out/findings/" "$out/corpus" >"$log" 2>&1
+    -len_control=0 -max_len=1024 -artifact_prefix="$out/findings/" "$out/corpus" >"$log" 2>&1
   local rc=$?
   local last
   last=$(grep -E '^#[0-9]+' "$log" | tail -n1)
@@ -81,8 +110,9 @@ run() {
   echo "  ft:         $(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')"
   echo "  findings:   $n"
   if [ "$n" -gt 0 ]; then
-    find "$out/findings" -type f | head -n 20
-    grep -E 'mnemo fuzz:|ERROR: AddressSanitizer|runtime error' "$log" | sort | uniq -c | sort -rn | head -n 20
+    echo "  kinds of finding (numbers masked), from a replay of each:"
+    # shellcheck disable=SC2046
+    explain "$exe" $(find "$out/findings" -type f | head -n 60) | head -n 30
     return 1
   fi
 }
@@ -90,5 +120,6 @@ run() {
 case "$mode" in
   bundle) shift; bundle "${1:?usage: $0 bundle DIR}" ;;
   run) shift; run "${1:?DIR}" "${2:?OUT}" "${3:?SECONDS}" ;;
-  *) echo "usage: $0 bundle DIR | run DIR OUT SECONDS" >&2; exit 2 ;;
+  replay) shift; dir=${1:?DIR}; shift; replay "$dir" "$@" ;;
+  *) echo "usage: $0 bundle DIR | run DIR OUT SECONDS | replay DIR FILE..." >&2; exit 2 ;;
 esac
