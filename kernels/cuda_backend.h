@@ -26,6 +26,12 @@ constexpr uint64_t kPairsSortMinPairs = 2ull << 20;
 constexpr uint64_t kPairsSortMinTableBytes = 64ull << 20;
 bool pairs_use_sort(uint64_t n_pairs, uint64_t n_items, uint64_t dim, DType dt);
 
+// FAST mode on f16 storage multiplies f16 copies of the queries: a query
+// entry beyond f16's range would become infinite, and a query whose
+// largest entry is below f16's normal range would lose its digits. Such
+// calls (host queries [nq x dim]) run in EXACT mode instead.
+bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim);
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const BackendConfig& cfg, const std::string& device_name, int sm_count, size_t memory);

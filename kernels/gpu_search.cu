@@ -236,8 +236,8 @@ void CudaBackend::search(const SearchArgs& a) {
   }
   uint64_t* d_ids = at<uint64_t>(iob.get(), o_ids);
   float* d_scores = at<float>(iob.get(), o_scores);
-  device_search(*ctx, s, q, qn, nq, a.k, cfg_.precision == Precision::fast, cfg_.workspace_bytes, sm_count_, d_ids,
-                d_scores);
+  const bool fast = cfg_.precision == Precision::fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
+  device_search(*ctx, s, q, qn, nq, a.k, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
   auto* h_ids = ctx->staging.get<uint64_t>();
   auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
   if (slots > 0 && emit_k > 0) {

@@ -25,7 +25,8 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
     total += (bytes + 255) / 256 * 256;
     return at;
   };
-  const bool gemm = cfg_.precision == Precision::fast && a.metric != Metric::l2sq && nq >= kGemmMinQueries;
+  const bool gemm = cfg_.precision == Precision::fast && a.metric != Metric::l2sq && nq >= kGemmMinQueries &&
+                    fast_queries_fit(dt, a.queries, nq, dim);
   const size_t o_t = add(n * ld * esz), o_n = add(n * 4), o_q = add(nq * ld * 4), o_qn = add(nq * 4),
                o_k = add(qc * n * 4), o_qc = add(gemm && dt != DType::f32 ? nq * ld * 2 : 0);
   auto* base = static_cast<unsigned char*>(ctx->scratch(total));

@@ -343,6 +343,42 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuNorm, ::testing::ValuesIn(norm_cases()), [](c
          std::to_string(info.param.dim);
 });
 
+// FAST mode multiplies f16 copies of the queries on f16 storage: queries
+// beyond f16's range (or far below its normal range) must still give the
+// contract's scores, not infinities or zeros.
+TEST(GpuFastRange, F16StorageWithExtremeQueries) {
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CUDA;
+  o.precision = MNEMO_PRECISION_FAST;
+  mnemo_runtime* raw = nullptr;
+  if (mnemo_runtime_create(&o, &raw) != MNEMO_OK)
+    GTEST_SKIP() << "no CUDA backend on this machine: " << mnemo_last_error();
+  mt::RuntimePtr fast(raw);
+  auto rng = mt::rng_for_test();
+  const size_t n = 700, dim = 40, nq = 20;
+  const Matrix targets = mt::random_matrix(rng, MNEMO_DTYPE_F16, n, dim, true);
+  for (const float scale : {1e6f, 1e-6f}) {
+    Buf<float> q(nq * dim);
+    for (size_t i = 0; i < nq * dim; ++i) q[i] = mt::rand_nonzero(rng) * scale;
+    Buf<float> out(nq * n);
+    mt::poison_f32(out.data(), nq * n);
+    ASSERT_OK(mnemo_similarity(fast.get(), MNEMO_METRIC_COSINE, q.data(), nq, targets.data(), MNEMO_DTYPE_F16, n, dim,
+                               out.data()));
+    size_t bad = 0;
+    std::vector<double> qd(dim);
+    for (size_t i = 0; i < nq; ++i) {
+      for (size_t d = 0; d < dim; ++d) qd[d] = q[i * dim + d];
+      for (size_t j = 0; j < n; ++j) {
+        const double r = ref::score(MNEMO_METRIC_COSINE, qd.data(), targets.row(j), dim);
+        if (!(std::fabs(out[i * n + j] - r) <= 2e-3) && bad++ < 5)
+          ADD_FAILURE() << "scale " << scale << " query " << i << " target " << j << ": " << out[i * n + j]
+                        << ", reference " << r;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "scale " << scale;
+  }
+}
+
 // ---- device pointers -------------------------------------------------------------
 
 #ifdef MNEMO_TEST_HAVE_CUDART
