@@ -15,8 +15,31 @@
 
 namespace {
 
-fz::StoreImage random_image(FuzzedDataProvider& fdp) {
+// The newest format version this library writes: read from a file it saves.
+uint32_t library_version(mnemo_runtime* rt) {
+  static const uint32_t v = [rt] {
+    mnemo_store* s = nullptr;
+    FZ_CHECK(mnemo_store_create(rt, 1, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, &s) == MNEMO_OK, "create");
+    const std::string path = fz::scratch_dir() + "/version.mnemo";
+    FZ_CHECK(mnemo_store_save(s, path.c_str()) == MNEMO_OK, "save of an empty store");
+    mnemo_store_destroy(s);
+    std::ifstream f(path, std::ios::binary);
+    char head[12] = {};
+    f.read(head, sizeof head);
+    ::unlink(path.c_str());
+    uint32_t version = 0;
+    std::memcpy(&version, head + 8, 4);
+    FZ_CHECK(version == 1 || version == 2,
+             "store files of format version " + std::to_string(version) + ": teach fuzz/store_image.cpp that format");
+    return version;
+  }();
+  return v;
+}
+
+fz::StoreImage random_image(FuzzedDataProvider& fdp, uint32_t max_version) {
   fz::StoreImage s;
+  s.version = fdp.ConsumeIntegralInRange<uint32_t>(1, max_version);
+  if (s.version == 2) s.seq = fdp.ConsumeIntegral<uint64_t>();
   s.dim = fdp.ConsumeIntegralInRange<uint64_t>(1, 9);
   s.dtype = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16);
   s.metric = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_METRIC_COSINE, MNEMO_METRIC_L2SQ);
@@ -81,18 +104,19 @@ std::map<uint64_t, std::pair<std::string, uint32_t>> contents(const fz::StoreIma
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider fdp(data, size);
   mnemo_runtime* rt = fz::cpu_runtime(true);
+  const uint32_t max_version = library_version(rt);
   std::string bytes;
   const int mode = fdp.ConsumeIntegralInRange<int>(0, 3);
   if (mode == 0) {
     bytes = fdp.ConsumeRemainingBytesAsString();
   } else {
-    bytes = fz::write_image(random_image(fdp));
+    bytes = fz::write_image(random_image(fdp, max_version));
     mutate(fdp, bytes);
     if (mode >= 2) fz::fix_checksums(bytes);
   }
   fz::StoreImage want;
   std::string why;
-  const bool valid = fz::parse_image(bytes, &want, &why);
+  const bool valid = fz::parse_image(bytes, &want, &why, max_version);
 
   const std::string path = fz::scratch_dir() + "/load.mnemo";
   {
@@ -122,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string again = fz::scratch_dir() + "/again.mnemo";
   FZ_CHECK(mnemo_store_save(s, again.c_str()) == MNEMO_OK, "save of a loaded store: " + fz::status_text(st));
   fz::StoreImage got;
-  const bool ok = fz::parse_image(read_file(again), &got, &why);
+  const bool ok = fz::parse_image(read_file(again), &got, &why, max_version);
   ::unlink(again.c_str());
   FZ_CHECK(ok, "a loaded store saved an invalid file: " + why);
   FZ_CHECK(contents(got) == contents(want), "the loaded store differs from the file");

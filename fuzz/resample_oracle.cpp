@@ -1,5 +1,6 @@
 #include "resample_oracle.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +34,33 @@ std::string check_interp(double a, double b, double w, double got, int32_t dtype
   return msg;
 }
 
+// ref::resample_plan with the weight taken in long double, whose range
+// holds the difference of any two finite doubles (ref's double arithmetic
+// overflows for times near the top of the f64 range).
+std::vector<ref::ResampleTarget> resample_plan(const std::vector<double>& st, const std::vector<double>& tt,
+                                               uint64_t batch, uint64_t n_src, uint64_t n_tgt,
+                                               const std::vector<uint64_t>& sl, const std::vector<uint64_t>& tl) {
+  std::vector<ref::ResampleTarget> plan = ref::resample_plan(st, tt, batch, n_src, n_tgt, sl, tl);
+  for (uint64_t b = 0; b < batch; ++b)
+    for (uint64_t j = 0; j < n_tgt; ++j) {
+      ref::ResampleTarget& p = plan[b * n_tgt + j];
+      if (p.kind == ref::ResampleTarget::kZero) continue;
+      const uint64_t L = sl.empty() ? n_src : sl[b];
+      const double t = tt[b * n_tgt + j];
+      const double* ts = st.data() + b * n_src;
+      uint64_t count_le = 0;
+      for (uint64_t i = 0; i < L; ++i)
+        if (ts[i] <= t) count_le = i + 1;
+      if (count_le == 0 || count_le == L) continue;  // an end sample: ref has it right
+      const uint64_t i = count_le - 1;
+      long double w = (static_cast<long double>(t) - ts[i]) / (static_cast<long double>(ts[i + 1]) - ts[i]);
+      w = std::min<long double>(1, std::max<long double>(0, w));
+      p = w == 0 ? ref::ResampleTarget{ref::ResampleTarget::kSample, i, 0.0}
+                 : ref::ResampleTarget{ref::ResampleTarget::kInterp, i, static_cast<double>(w)};
+    }
+  return plan;
+}
+
 }  // namespace
 
 std::string check_resample(const std::vector<double>& stv, const std::vector<double>& ttv, const void* data,
@@ -41,12 +69,7 @@ std::string check_resample(const std::vector<double>& stv, const std::vector<dou
   const size_t esz = ref::dtype_size(ddt);
   const auto* din = static_cast<const unsigned char*>(data);
   const auto* dout = static_cast<const unsigned char*>(out);
-  // The plan from halved times: the same order and weights, and no overflow
-  // of a difference of times near the top of the f64 range.
-  std::vector<double> hs(stv), ht(ttv);
-  for (auto& t : hs) t /= 2;
-  for (auto& t : ht) t /= 2;
-  const std::vector<ref::ResampleTarget> plan = ref::resample_plan(hs, ht, batch, n_src, n_tgt, sl, tl);
+  const std::vector<ref::ResampleTarget> plan = resample_plan(stv, ttv, batch, n_src, n_tgt, sl, tl);
   for (uint64_t b = 0; b < batch; ++b)
     for (uint64_t j = 0; j < n_tgt; ++j) {
       const ref::ResampleTarget& p = plan[b * n_tgt + j];

@@ -13,7 +13,8 @@ namespace fz {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'O', 'S', 'T', '1'};
-constexpr uint64_t kHeaderBytes = 40;  // fields before the header checksum
+// Header bytes before the header checksum, by version.
+uint64_t header_bytes(uint32_t version) { return version == 2 ? 48 : 40; }
 constexpr uint64_t kNoId = ~uint64_t{0};
 
 template <class T>
@@ -41,12 +42,13 @@ void section(std::string& b, uint32_t tag, const void* data, uint64_t bytes) {
 
 std::string write_image(const StoreImage& s) {
   std::string b(kMagic, 8);
-  put<uint32_t>(b, 1);
-  put<uint32_t>(b, static_cast<uint32_t>(kHeaderBytes));
+  put<uint32_t>(b, s.version);
+  put<uint32_t>(b, static_cast<uint32_t>(header_bytes(s.version)));
   put<uint64_t>(b, s.dim);
   put<int32_t>(b, s.dtype);
   put<int32_t>(b, s.metric);
   put<uint64_t>(b, s.ids.size());
+  if (s.version == 2) put<uint64_t>(b, s.seq);
   put<uint64_t>(b, XXH3_64bits(b.data(), b.size()));
   section(b, 1, s.ids.data(), s.ids.size() * 8);
   section(b, 2, s.vectors.data(), s.vectors.size());
@@ -55,10 +57,14 @@ std::string write_image(const StoreImage& s) {
 }
 
 void fix_checksums(std::string& b) {
-  if (b.size() < kHeaderBytes + 8) return;
-  const uint64_t h = XXH3_64bits(b.data(), kHeaderBytes);
-  std::memcpy(&b[kHeaderBytes], &h, 8);
-  uint64_t pos = kHeaderBytes + 8;
+  uint32_t version = 0;
+  uint64_t at = 8;
+  if (!get(b, at, &version)) return;
+  const uint64_t hb = header_bytes(version);
+  if (b.size() < hb + 8) return;
+  const uint64_t h = XXH3_64bits(b.data(), hb);
+  std::memcpy(&b[hb], &h, 8);
+  uint64_t pos = hb + 8;
   for (int i = 0; i < 3; ++i) {
     uint64_t bytes = 0;
     uint64_t p = pos + 8;
@@ -69,7 +75,7 @@ void fix_checksums(std::string& b) {
   }
 }
 
-bool parse_image(const std::string& b, StoreImage* out, std::string* why) {
+bool parse_image(const std::string& b, StoreImage* out, std::string* why, uint32_t max_version) {
   auto no = [why](const char* w) {
     *why = w;
     return false;
@@ -77,14 +83,15 @@ bool parse_image(const std::string& b, StoreImage* out, std::string* why) {
   if (b.size() < 8 || std::memcmp(b.data(), kMagic, 8) != 0) return no("magic");
   uint64_t pos = 8;
   uint32_t version = 0, header = 0;
-  uint64_t dim = 0, count = 0, sum = 0;
+  uint64_t dim = 0, count = 0, seq = 0, sum = 0;
   int32_t dtype = 0, metric = 0;
-  if (!get(b, pos, &version) || !get(b, pos, &header) || !get(b, pos, &dim) || !get(b, pos, &dtype) ||
-      !get(b, pos, &metric) || !get(b, pos, &count) || !get(b, pos, &sum))
+  if (!get(b, pos, &version)) return no("short header");
+  if (version < 1 || version > max_version || version > 2) return no("version");
+  if (!get(b, pos, &header) || !get(b, pos, &dim) || !get(b, pos, &dtype) || !get(b, pos, &metric) ||
+      !get(b, pos, &count) || (version == 2 && !get(b, pos, &seq)) || !get(b, pos, &sum))
     return no("short header");
-  if (version != 1) return no("version");
-  if (header != kHeaderBytes) return no("header size");
-  if (sum != XXH3_64bits(b.data(), kHeaderBytes)) return no("header checksum");
+  if (header != header_bytes(version)) return no("header size");
+  if (sum != XXH3_64bits(b.data(), header_bytes(version))) return no("header checksum");
   if (dim == 0 || dim > 65536) return no("dim");
   if (dtype < 1 || dtype > 3) return no("dtype");
   if (metric < 1 || metric > 3) return no("metric");
@@ -112,6 +119,8 @@ bool parse_image(const std::string& b, StoreImage* out, std::string* why) {
   }
   if (pos != b.size()) return no("trailing bytes");
   StoreImage r;
+  r.version = version;
+  r.seq = seq;
   r.dim = dim;
   r.dtype = dtype;
   r.metric = metric;

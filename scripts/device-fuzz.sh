@@ -104,8 +104,11 @@ run() {
   local n
   n=$(find "$out/findings" -type f | wc -l)
   echo "fuzz_precision on $(grep -m1 -o 'backends: .*' "$out/check.log"), ${seconds} s, exit $rc"
-  echo "  executions: $(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")"
-  echo "  exec/s:     $(grep -oE 'exec/s:? [0-9]+' <<<"$last" | grep -oE '[0-9]+$')"
+  local execs secs
+  execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
+  secs=$(grep -oE 'time: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')
+  echo "  executions: $execs"
+  echo "  exec/s:     $((execs / (${secs:-1} > 0 ? ${secs:-1} : 1))) (average; the last job's: $(grep -oE 'exec/s:? [0-9]+' <<<"$last" | grep -oE '[0-9]+$'))"
   echo "  cov:        $(grep -oE 'cov: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')"
   echo "  ft:         $(grep -oE 'ft: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')"
   echo "  findings:   $n"
