@@ -47,7 +47,9 @@ fn main() {
         // on this crate runs without a search path for libmnemo.so; its
         // own needs come from the system.
         println!("cargo:rustc-link-lib=static=mnemo");
-        for lib in ["stdc++", "gomp", "xxhash", "hwy", "openblas", "dl", "pthread", "m"] {
+        for lib in [
+            "stdc++", "gomp", "xxhash", "hwy", "openblas", "dl", "pthread", "m",
+        ] {
             println!("cargo:rustc-link-lib=dylib={lib}");
         }
     } else {
