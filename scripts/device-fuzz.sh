@@ -106,7 +106,8 @@ run() {
   echo "fuzz_precision on $(grep -m1 -o 'backends: .*' "$out/check.log"), ${seconds} s, exit $rc"
   local execs secs
   execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
-  secs=$(grep -oE 'time: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')
+  # "dft_time:" also ends in "time:"; take the field that stands alone.
+  secs=$(grep -oE '(^| )time: [0-9]+' <<<"$last" | head -n1 | grep -oE '[0-9]+$')
   echo "  executions: $execs"
   echo "  exec/s:     $((execs / (${secs:-1} > 0 ? ${secs:-1} : 1))) (average; the last job's: $(grep -oE 'exec/s:? [0-9]+' <<<"$last" | grep -oE '[0-9]+$'))"
   echo "  cov:        $(grep -oE 'cov: [0-9]+' <<<"$last" | grep -oE '[0-9]+$')"
