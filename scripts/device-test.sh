@@ -59,18 +59,65 @@ for l in sys.stdin:
   du -sh build-device/stage .device/bundle.tar.xz
 }
 
-run() {
-  local out=${1:-${OUT:-device-out}}
+# Unpacks the bundle once and points the loader at its libraries.
+setup() {
   [ -f .device/bundle.tar.xz ] && [ ! -d .device/bin ] &&
-    python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall(".device")' 
-  mkdir -p "$out"
-  local log="$out/tests.log"
-  : >"$log"
+    python3 -c 'import tarfile; tarfile.open(".device/bundle.tar.xz").extractall(".device")'
   local cublas
   cublas=$(ldconfig -p | awk '/libcublas.so.13/ { print $NF; exit }')
   [ -n "$cublas" ] || cublas=$(find /usr/local /opt -name 'libcublas.so.13' 2>/dev/null | head -n1)
   export LD_LIBRARY_PATH="$PWD/.device/lib:$(dirname "${cublas:-/usr/local/cuda/lib64/x}"):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   export MNEMO_BACKEND_DIR="$PWD/.device/lib"
+}
+
+# Nsight Compute figures of the single-query search kernels (the fused scan,
+# the merge of the block lists, the emit): full sections for the first
+# search of the benchmark (1q x 1M x 768 f32), then the duration and DRAM
+# throughput of every launch of the first searches, 10k rows included.
+profile() {
+  local out=${1:-${OUT:-device-out}}
+  setup
+  mkdir -p "$out"
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
+  [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
+  local kernels='regex:scan_topk|merge_kernel|emit_kernel'
+  timeout 240 "$ncu" --clock-control none -k "$kernels" --launch-count 3 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
+    .device/bin/mnemo_gpu_bench "$out/profiled-bench.jsonl" >"$out/ncu-search-1m.txt" 2>&1
+  echo "full sections: exit $?"
+  timeout 240 "$ncu" --clock-control none -k "$kernels" --launch-count 240 --csv --print-units base \
+    --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size \
+    .device/bin/mnemo_gpu_bench "$out/profiled-bench2.jsonl" >"$out/ncu-search-durations.csv" 2>&1
+  echo "durations: exit $?"
+  grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Block Size|Grid Size|Stall|Warp Cycles Per Issued|Eligible|Issued Warp" \
+    "$out/ncu-search-1m.txt" | head -n 90
+  python3 - "$out/ncu-search-durations.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit("no rows")
+h = rows[0]; ki = h.index("Kernel Name"); mi = h.index("Metric Name"); vi = h.index("Metric Value"); ii = h.index("ID")
+per = collections.OrderedDict()
+for r in rows[1:]:
+    per.setdefault(r[ii], {"k": r[ki].split("(")[0].split("<")[0]})[r[mi]] = r[vi]
+runs = collections.OrderedDict()
+for v in per.values():
+    key = (v["k"], v.get("launch__grid_size"))
+    runs.setdefault(key, []).append((float(v.get("gpu__time_duration.sum", "nan").replace(",", "")),
+                                     v.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")))
+for (k, g), xs in runs.items():
+    ts = sorted(x[0] for x in xs)
+    print(f"{k:22s} grid {g:>8s} launches {len(xs):4d} median {ts[len(ts)//2]:10.0f} ns dram% {xs[len(xs)//2][1]}")
+PY
+}
+
+run() {
+  local out=${1:-${OUT:-device-out}}
+  setup
+  mkdir -p "$out"
+  local log="$out/tests.log"
+  : >"$log"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
   declare -a names results
   step() {  # step NAME TIMEOUT CMD...: runs one step, logs it, records pass/fail
@@ -124,5 +171,6 @@ run() {
 case "$mode" in
   bundle) bundle ;;
   run) shift; run "$@" ;;
-  *) echo "usage: $0 bundle | run [OUT]" >&2; exit 2 ;;
+  profile) shift; profile "$@" ;;
+  *) echo "usage: $0 bundle | run [OUT] | profile [OUT]" >&2; exit 2 ;;
 esac
