@@ -518,15 +518,34 @@ int journal_case(FuzzedDataProvider& fdp, mnemo_runtime* rt, uint32_t max_versio
   }
   FZ_CHECK(st == MNEMO_OK, "durable files a reader accepts were refused: " + fz::status_text(st));
   check_store(s, e, files, max_version);
+  // A write after the open follows the last intact record (a torn tail was
+  // cut, an older journal restarted), and the files then open to the store
+  // with that write.
+  fz::JournalRecordImage add;
+  add.op = 1;
+  add.seq = e.seq + 1;
+  add.count = 1;
+  add.dtype = MNEMO_DTYPE_F32;
+  add.ids = {fdp.ConsumeIntegralInRange<uint64_t>(1, 6)};
+  uint64_t dim = 0;
+  int32_t dtype = 0, metric = 0;
+  FZ_CHECK(mnemo_store_shape(s, &dim, &dtype, &metric) == MNEMO_OK, "shape");
+  fz::Buf ids(8), vec(dim * 4);
+  ids.as<uint64_t>()[0] = add.ids[0];
+  for (uint64_t j = 0; j < dim; ++j) vec.as<float>()[j] = static_cast<float>(j + 1) / 4.0f;
+  add.data.assign(reinterpret_cast<const char*>(vec.data()), dim * 4);
+  st = mnemo_store_add(s, ids.as<uint64_t>(), vec.data(), MNEMO_DTYPE_F32, 1);
+  FZ_CHECK(st == MNEMO_OK, "add after the open: " + fz::status_text(st));
   mnemo_store_destroy(s);
-  // What the open left on disk (a torn tail cut, a journal restarted) opens
-  // to the same store.
+  Expect after = e;
+  FZ_CHECK(apply_record(after.want, add, Shape{dim, dtype, metric}), "the model refuses a plain add");
+  after.seq = add.seq;
+  after.journal_records += 1;
+  after.journal_bytes += 40 + 8 + dim * 4 + 8;  // record head, id, vector, checksum
   s = sentinel;
   st = mnemo_store_open_durable(rt, files.snap.c_str(), &o, &s);
   FZ_CHECK(st == MNEMO_OK, "reopen: " + fz::status_text(st));
-  Expect again = e;
-  if (again.journal_records == 0) again.journal_bytes = fz::kJournalHeaderBytes;
-  check_store(s, again, files, max_version);
+  check_store(s, after, files, max_version);
   mnemo_store_destroy(s);
   return 0;
 }
