@@ -8,6 +8,7 @@
 #include "cpu/row_ops.h"
 #include "error.h"
 #include "store_io.h"
+#include "validate.h"
 
 namespace mnemo {
 
@@ -275,17 +276,28 @@ void Store::apply(const JournalRecord& r) {
   auto lock = write_lock();
   switch (r.op) {
     case JournalOp::add: {
-      // The record's bytes sit at any offset: copy to aligned memory.
-      AlignedBuffer v;
-      v.resize(r.data_bytes);
-      std::memcpy(v.data(), r.data, r.data_bytes);
-      add_locked(r.ids, v.data(), r.dtype, r.count, false);
+      // A checksummed record may still hold what no write could have made
+      // (a damaged copy, a record made elsewhere): refuse it rather than
+      // keep a store whose next snapshot would not load.
+      for (uint64_t i = 0; i < r.count; ++i)
+        if (r.ids[i] == kNoId) fail(Code::corrupt, "ids[" + std::to_string(i) + "] is the reserved MNEMO_NO_ID");
+      // The record's bytes sit at any offset: copy to aligned memory, in the
+      // store's dtype, so a value that rounds to infinity is seen.
+      AlignedBuffer in, v;
+      in.resize(r.data_bytes);
+      std::memcpy(in.data(), r.data, r.data_bytes);
+      const uint64_t n = r.count * dim_;
+      v.resize(n * dtype_size(dtype_));
+      convert(in.data(), r.dtype, v.data(), dtype_, n);
+      if (find_non_finite(v.data(), dtype_, n) != kNotFound) fail(Code::corrupt, "a vector element is not finite");
+      add_locked(r.ids, v.data(), dtype_, r.count, false);
       break;
     }
     case JournalOp::remove: remove_locked(r.ids, r.count, false); break;
     case JournalOp::set_bias: {
       std::vector<float> b(r.count);
       std::memcpy(b.data(), r.data, r.count * 4);
+      if (find_non_finite(b.data(), DType::f32, r.count) != kNotFound) fail(Code::corrupt, "a bias is not finite");
       set_bias_locked(r.ids, b.data(), r.count, false);
       break;
     }

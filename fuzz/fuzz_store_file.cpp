@@ -2,14 +2,21 @@
 // from the input and then mutated (bytes flipped or set, cut, grown), with
 // checksums repaired or not. An image the format accepts must open to
 // exactly its contents; any other must give MNEMO_E_CORRUPT and no store.
+// Journal mode: a durable store written by a short sequence of writes, then
+// its journal (and sometimes its snapshot) damaged, given to
+// mnemo_store_open_durable; it must open to exactly what the intact records
+// say (fuzz/journal_image.h), or give MNEMO_E_CORRUPT and no store.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <map>
 
 #include "fuzz_support.h"
+#include "journal_image.h"
 #include "reference.h"
 #include "store_image.h"
 
@@ -99,6 +106,450 @@ std::map<uint64_t, std::pair<std::string, uint32_t>> contents(const fz::StoreIma
   return m;
 }
 
+// ---- journal mode ------------------------------------------------------------
+
+using Contents = std::map<uint64_t, std::pair<std::string, uint32_t>>;
+
+struct Shape {
+  uint64_t dim;
+  int32_t dtype, metric;
+};
+
+// Applies one journaled write to `m` as the store defines it; false where the
+// record cannot apply (a reserved id, a non-finite stored value or bias, a
+// bias for an absent id): such a record is damage.
+bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh) {
+  const size_t es = fz::dtype_bytes(sh.dtype), in_es = fz::dtype_bytes(r.dtype);
+  switch (r.op) {
+    case 1: {
+      std::vector<std::string> rows(r.count);
+      for (uint64_t i = 0; i < r.count; ++i) {
+        if (r.ids[i] == MNEMO_NO_ID) return false;
+        rows[i].resize(sh.dim * es);
+        for (uint64_t j = 0; j < sh.dim; ++j) {
+          const size_t e = i * sh.dim + j;
+          if (r.dtype == sh.dtype) {
+            std::memcpy(&rows[i][j * es], r.data.data() + e * es, es);
+          } else {  // f32 into an f16/bf16 store: rounded to nearest even
+            float f;
+            std::memcpy(&f, r.data.data() + e * in_es, 4);
+            fz::put_elem(&rows[i][0], sh.dtype, j, f);
+          }
+          if (!std::isfinite(fz::get_elem(rows[i].data(), sh.dtype, j))) return false;
+        }
+      }
+      for (uint64_t i = 0; i < r.count; ++i) {
+        auto it = m.find(r.ids[i]);
+        if (it == m.end())
+          m[r.ids[i]] = {rows[i], 0u};  // a new memory's bias is 0
+        else
+          it->second.first = rows[i];  // an upsert keeps the bias
+      }
+      return true;
+    }
+    case 2:
+      for (uint64_t id : r.ids) m.erase(id);
+      return true;
+    case 3: {
+      for (uint64_t i = 0; i < r.count; ++i) {
+        float b;
+        std::memcpy(&b, r.data.data() + i * 4, 4);
+        if (!m.count(r.ids[i]) || !std::isfinite(b)) return false;
+      }
+      for (uint64_t i = 0; i < r.count; ++i) std::memcpy(&m[r.ids[i]].second, r.data.data() + i * 4, 4);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool same_record(const fz::JournalRecordImage& a, const fz::JournalRecordImage& b) {
+  return a.op == b.op && a.seq == b.seq && a.count == b.count && a.dtype == b.dtype && a.ids == b.ids &&
+         a.data == b.data;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  FZ_CHECK(f.good(), "cannot write " + path);
+}
+
+// Durable stores flush their files: in memory (/dev/shm) that costs nothing,
+// on a disk it would cost most of each execution. The scratch folder where
+// there is no /dev/shm.
+const std::string& durable_dir() {
+  static const std::string dir = [] {
+    const std::string d = "/dev/shm/mnemo-fuzz-" + std::to_string(::getpid());
+    return ::access(d.c_str(), F_OK) == 0 || ::mkdir(d.c_str(), 0700) == 0 ? d : fz::scratch_dir();
+  }();
+  static const struct Remover {
+    ~Remover() { ::rmdir(dir.c_str()); }
+  } remover;
+  (void)remover;
+  return dir;
+}
+
+// The files of one durable store, removed on every exit.
+struct DurableFiles {
+  std::string snap = durable_dir() + "/durable.mnemo";
+  std::string journal = snap + ".journal";
+  std::string again = durable_dir() + "/durable-again.mnemo";
+  void remove() const {
+    const std::string pid = std::to_string(::getpid());
+    for (const std::string& p : {snap, journal, again, snap + ".tmp." + pid, journal + ".tmp." + pid})
+      ::unlink(p.c_str());
+  }
+  DurableFiles() { remove(); }
+  ~DurableFiles() { remove(); }
+};
+
+mnemo_durable_options durable_options(const Shape* create) {
+  mnemo_durable_options o = mnemo_durable_options_default();
+  o.sync = MNEMO_SYNC_OS;  // no flush per write: the files are read back in-process
+  if (create) {
+    o.dim = create->dim;
+    o.dtype = create->dtype;
+    o.metric = create->metric;
+  }
+  return o;
+}
+
+// A finite value the store's dtype holds (a value beyond its range is a
+// mutation's job).
+float storable(FuzzedDataProvider& fdp, int32_t dtype) {
+  float v = fz::hurt_float(fdp);
+  if (dtype == MNEMO_DTYPE_F16 && !(std::fabs(v) < 65504.0f)) v = std::copysign(65504.0f, v);
+  if (dtype == MNEMO_DTYPE_BF16 && !(std::fabs(v) < 3.38e38f)) v = std::copysign(3.38e38f, v);
+  return v;
+}
+
+uint64_t pick_id(FuzzedDataProvider& fdp) {
+  const uint64_t id = fdp.ConsumeIntegralInRange<int>(0, 15) ? fdp.ConsumeIntegralInRange<uint64_t>(1, 5)
+                                                             : fdp.ConsumeIntegral<uint64_t>();
+  return id == MNEMO_NO_ID ? 0 : id;
+}
+
+// What the writes left on disk and what each sequence number stands for.
+struct Written {
+  Shape shape{};
+  std::vector<Contents> states;                 // states[seq]: the store after write `seq`
+  std::vector<fz::JournalRecordImage> journal;  // records since the last checkpoint
+  uint64_t base_seq = 0;
+};
+
+// Creates a durable store and applies an input-driven sequence of writes,
+// checking each status and sequence number against the model.
+Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFiles& files) {
+  Written w;
+  w.shape.dim = fdp.ConsumeIntegralInRange<uint64_t>(1, 4);
+  w.shape.dtype = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16);
+  w.shape.metric = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_METRIC_COSINE, MNEMO_METRIC_L2SQ);
+  const Shape& sh = w.shape;
+  const mnemo_durable_options o = durable_options(&sh);
+  mnemo_store* s = nullptr;
+  mnemo_status st = mnemo_store_open_durable(rt, files.snap.c_str(), &o, &s);
+  FZ_CHECK(st == MNEMO_OK, "create a durable store: " + fz::status_text(st));
+  w.states.emplace_back();
+  const int writes = fdp.ConsumeIntegralInRange<int>(0, 8);
+  for (int k = 0; k < writes; ++k) {
+    fz::JournalRecordImage r;
+    r.seq = w.states.size();
+    const int what = fdp.ConsumeIntegralInRange<int>(0, 9);
+    if (what == 9) {
+      st = mnemo_store_checkpoint(s);
+      FZ_CHECK(st == MNEMO_OK, "checkpoint: " + fz::status_text(st));
+      w.journal.clear();
+      w.base_seq = w.states.size() - 1;
+      continue;
+    }
+    r.op = what < 5 ? 1 : what < 7 ? 2 : 3;
+    r.count = fdp.ConsumeIntegralInRange<uint64_t>(1, 3);
+    fz::Buf ids(r.count * 8), data(r.count * std::max<uint64_t>(sh.dim, 1) * 4);
+    for (uint64_t i = 0; i < r.count; ++i) ids.as<uint64_t>()[i] = pick_id(fdp);
+    r.ids.assign(ids.as<uint64_t>(), ids.as<uint64_t>() + r.count);
+    Contents next = w.states.back();
+    bool journaled = true;
+    if (r.op == 1) {
+      r.dtype = fdp.ConsumeBool() ? MNEMO_DTYPE_F32 : sh.dtype;
+      for (uint64_t e = 0; e < r.count * sh.dim; ++e) fz::put_elem(data.data(), r.dtype, e, storable(fdp, sh.dtype));
+      r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * sh.dim * fz::dtype_bytes(r.dtype));
+      st = mnemo_store_add(s, ids.as<uint64_t>(), data.data(), r.dtype, r.count);
+      FZ_CHECK(st == MNEMO_OK, "add: " + fz::status_text(st));
+      FZ_CHECK(apply_record(next, r, sh), "the model refuses an add the store took");
+    } else if (r.op == 2) {
+      uint64_t removed = 0;
+      st = mnemo_store_remove(s, ids.as<uint64_t>(), r.count, &removed);
+      FZ_CHECK(st == MNEMO_OK, "remove: " + fz::status_text(st));
+      const size_t before = next.size();
+      apply_record(next, r, sh);
+      journaled = next.size() != before;  // only removals that change something are journaled
+    } else {
+      for (uint64_t i = 0; i < r.count; ++i)
+        data.as<float>()[i] = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f;
+      r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * 4);
+      st = mnemo_store_set_bias(s, ids.as<uint64_t>(), data.as<float>(), r.count);
+      journaled = apply_record(next, r, sh);
+      FZ_CHECK(st == (journaled ? MNEMO_OK : MNEMO_E_NOT_FOUND), "set_bias: " + fz::status_text(st));
+    }
+    if (journaled) {
+      w.states.push_back(std::move(next));
+      w.journal.push_back(std::move(r));
+    }
+    mnemo_store_statistics stats{};
+    stats.struct_size = sizeof stats;
+    FZ_CHECK(mnemo_store_stats(s, &stats) == MNEMO_OK, "stats");
+    FZ_CHECK(stats.sequence == w.states.size() - 1, "the sequence number does not count the journaled writes");
+  }
+  mnemo_store_destroy(s);
+  return w;
+}
+
+// Damages a journal in the ways a disk or a bad copy does, and in the ways
+// that test the record checks one by one.
+void mutate_journal(FuzzedDataProvider& fdp, std::string& b) {
+  const int rounds = fdp.ConsumeIntegralInRange<int>(1, 3);
+  for (int round = 0; round < rounds; ++round) {
+    const auto spans = fz::journal_spans(b);
+    switch (fdp.ConsumeIntegralInRange<int>(0, 6)) {
+      case 0:  // cut anywhere, or inside the final record
+        if (!spans.empty() && !fdp.ConsumeBool())
+          b.resize(fdp.ConsumeIntegralInRange<uint64_t>(spans.back().first, spans.back().second - 1));
+        else
+          b.resize(fdp.ConsumeIntegralInRange<size_t>(0, b.size()));
+        break;
+      case 1: mutate(fdp, b); break;
+      case 2:  // a record repeated, after itself or at the end
+        if (!spans.empty()) {
+          const auto [lo, hi] = spans[fdp.ConsumeIntegralInRange<size_t>(0, spans.size() - 1)];
+          const std::string rec = b.substr(lo, hi - lo);
+          b.insert(fdp.ConsumeBool() ? hi : b.size(), rec);
+        }
+        break;
+      case 3:  // two records swapped, or one dropped
+        if (!spans.empty()) {
+          const size_t i = fdp.ConsumeIntegralInRange<size_t>(0, spans.size() - 1);
+          const size_t j = fdp.ConsumeIntegralInRange<size_t>(0, spans.size() - 1);
+          std::string out = b.substr(0, spans.front().first);
+          for (size_t k = 0; k < spans.size(); ++k) {
+            if (i == j && k == i) continue;
+            const auto [lo, hi] = spans[k == i ? j : k == j ? i : k];
+            out += b.substr(lo, hi - lo);
+          }
+          b = out + b.substr(spans.back().second);
+        }
+        break;
+      case 4:  // garbage or zeros after the end
+        b += fdp.ConsumeBool() ? fdp.ConsumeBytesAsString(fdp.ConsumeIntegralInRange<size_t>(1, 64))
+                               : std::string(fdp.ConsumeIntegralInRange<size_t>(1, 64), '\0');
+        break;
+      default: {  // an 8-byte field set: the header's dim or base, a record's seq, count or length
+        uint64_t at = 0;
+        if (!spans.empty() && fdp.ConsumeIntegralInRange<int>(0, 3)) {
+          at = spans[fdp.ConsumeIntegralInRange<size_t>(0, spans.size() - 1)].first +
+               8 * fdp.ConsumeIntegralInRange<uint64_t>(1, 3);
+        } else {
+          at = fdp.ConsumeBool() ? 16 : 32;
+        }
+        if (at + 8 > b.size()) break;
+        uint64_t v;
+        std::memcpy(&v, &b[at], 8);
+        switch (fdp.ConsumeIntegralInRange<int>(0, 2)) {
+          case 0: v += static_cast<uint64_t>(fdp.ConsumeIntegralInRange<int64_t>(-2, 2)); break;
+          case 1: v = fdp.ConsumeIntegralInRange<uint64_t>(0, 70000); break;
+          default: v = fdp.ConsumeIntegral<uint64_t>(); break;
+        }
+        std::memcpy(&b[at], &v, 8);
+        break;
+      }
+    }
+  }
+}
+
+// What opening must give: CORRUPT (with the reason), or OK with `want`.
+struct Expect {
+  bool ok = false;
+  std::string why;
+  Contents want;
+  uint64_t seq = 0, journal_records = 0, journal_bytes = 0;
+};
+
+Expect expect_open(bool have_snap, const std::string& snap, bool have_journal, const std::string& journal,
+                   uint32_t max_version) {
+  Expect e;
+  if (!have_snap) {
+    e.why = "a journal without its snapshot";
+    return e;
+  }
+  fz::StoreImage img;
+  if (!fz::parse_image(snap, &img, &e.why, max_version)) {
+    e.why = "snapshot: " + e.why;
+    return e;
+  }
+  e.want = contents(img);
+  e.seq = img.seq;
+  e.journal_bytes = fz::kJournalHeaderBytes;
+  if (!have_journal) {  // a fresh journal after the snapshot
+    e.ok = true;
+    return e;
+  }
+  const fz::JournalReading r = fz::read_journal(journal);
+  if (!r.valid) {
+    e.why = "journal: " + r.why;
+    return e;
+  }
+  const fz::JournalImage& j = r.image;
+  if (j.dim != img.dim || j.dtype != img.dtype || j.metric != img.metric) {
+    e.why = "journal of another shape";
+    return e;
+  }
+  const Shape sh{img.dim, img.dtype, img.metric};
+  for (const auto& rec : j.records) {
+    if (rec.seq <= img.seq) continue;  // the snapshot holds it
+    if (!apply_record(e.want, rec, sh)) {
+      e.why = "record " + std::to_string(rec.seq) + " does not apply";
+      return e;
+    }
+  }
+  if (j.base_seq > img.seq) {
+    e.why = "journal follows writes the snapshot lacks";
+    return e;
+  }
+  const uint64_t last = j.records.empty() ? j.base_seq : j.records.back().seq;
+  e.ok = true;
+  e.seq = std::max(last, img.seq);
+  if (j.base_seq == img.seq) {  // replayed in place, a torn tail cut off
+    e.journal_records = last - j.base_seq;
+    e.journal_bytes = r.end;
+  }  // else an older journal: restarted after the snapshot (checkpointed when it held more)
+  return e;
+}
+
+// The opened store holds exactly `e`: count, every vector, every bias, the
+// journal counters.
+void check_store(mnemo_store* s, const Expect& e, const DurableFiles& files, uint32_t max_version) {
+  uint64_t count = 0, dim = 0;
+  int32_t dtype = 0;
+  FZ_CHECK(mnemo_store_count(s, &count) == MNEMO_OK && count == e.want.size(), "count differs from the model");
+  FZ_CHECK(mnemo_store_shape(s, &dim, &dtype, nullptr) == MNEMO_OK, "shape");
+  fz::Buf out(dim * 4);
+  for (const auto& [id, row] : e.want) {
+    const mnemo_status st = mnemo_store_get(s, id, out.as<float>());
+    FZ_CHECK(st == MNEMO_OK, "get of id " + std::to_string(id) + ": " + fz::status_text(st));
+    for (uint64_t j = 0; j < dim; ++j) {
+      const float want = static_cast<float>(fz::get_elem(row.first.data(), dtype, j));
+      FZ_CHECK(std::memcmp(&want, out.as<float>() + j, 4) == 0, "vector of id " + std::to_string(id) + " differs");
+    }
+  }
+  // Biases are seen in a saved copy.
+  FZ_CHECK(mnemo_store_save(s, files.again.c_str()) == MNEMO_OK, "save of an opened durable store");
+  fz::StoreImage got;
+  std::string why;
+  const bool ok = fz::parse_image(read_file(files.again), &got, &why, max_version);
+  ::unlink(files.again.c_str());
+  FZ_CHECK(ok, "an opened durable store saved an invalid file: " + why);
+  FZ_CHECK(contents(got) == e.want, "the opened store differs from the intact records");
+  mnemo_store_statistics stats{};
+  stats.struct_size = sizeof stats;
+  FZ_CHECK(mnemo_store_stats(s, &stats) == MNEMO_OK && stats.durable == 1, "stats");
+  FZ_CHECK(stats.sequence == e.seq, "sequence " + std::to_string(stats.sequence) + ", want " + std::to_string(e.seq));
+  FZ_CHECK(stats.journal_records == e.journal_records,
+           "journal records " + std::to_string(stats.journal_records) + ", want " + std::to_string(e.journal_records));
+  FZ_CHECK(stats.journal_bytes == e.journal_bytes,
+           "journal bytes " + std::to_string(stats.journal_bytes) + ", want " + std::to_string(e.journal_bytes));
+}
+
+int journal_case(FuzzedDataProvider& fdp, mnemo_runtime* rt, uint32_t max_version) {
+  const DurableFiles files;
+  const Written w = write_store(fdp, rt, files);
+  const std::string snap0 = read_file(files.snap), journal0 = read_file(files.journal);
+
+  // The untouched files are what the writes say.
+  const fz::JournalReading r0 = fz::read_journal(journal0);
+  FZ_CHECK(r0.valid && !r0.torn, "the library wrote a journal the format refuses: " + r0.why);
+  FZ_CHECK(r0.image.base_seq == w.base_seq && r0.image.records.size() == w.journal.size(),
+           "the journal does not hold the writes since the last checkpoint");
+  for (size_t i = 0; i < w.journal.size(); ++i)
+    FZ_CHECK(same_record(r0.image.records[i], w.journal[i]), "journal record " + std::to_string(i) + " differs");
+
+  std::string snap = snap0, journal = journal0;
+  bool have_snap = true, have_journal = true;
+  const int snap_how = fdp.ConsumeIntegralInRange<int>(0, 15);
+  if (snap_how == 15) {
+    have_snap = false;
+  } else if (snap_how >= 12) {
+    mutate(fdp, snap);
+    if (fdp.ConsumeBool()) fz::fix_checksums(snap);
+  }
+  // 0 (also where the input has run out): damaged; 14: untouched; 15: gone.
+  const int journal_how = fdp.ConsumeIntegralInRange<int>(0, 15);
+  if (journal_how == 15 && have_snap) {  // with neither file there is no store at all
+    have_journal = false;
+  } else if (journal_how < 14) {
+    mutate_journal(fdp, journal);
+    if (fdp.ConsumeBool()) fz::fix_journal_checksums(journal);
+  }
+  ::unlink(files.snap.c_str());
+  ::unlink(files.journal.c_str());
+  if (have_snap) write_file(files.snap, snap);
+  if (have_journal) write_file(files.journal, journal);
+
+  const Expect e = expect_open(have_snap, snap, have_journal, journal, max_version);
+  if (e.ok && have_snap && snap == snap0 && have_journal && journal0.compare(0, journal.size(), journal) == 0) {
+    // Untouched, or only cut short: the state after the writes the intact
+    // records hold, all of them when untouched.
+    FZ_CHECK(e.seq < w.states.size() && e.want == w.states[e.seq], "the reading of a cut journal is no prefix");
+    if (journal == journal0) FZ_CHECK(e.seq == w.states.size() - 1, "an untouched journal loses writes");
+    const auto spans = fz::journal_spans(journal0);
+    if (!spans.empty() && journal.size() >= spans.back().first && journal.size() < spans.back().second)
+      FZ_CHECK(e.seq == w.states.size() - 2, "a journal cut in its final record keeps the wrong writes");
+  }
+
+  const mnemo_durable_options o = durable_options(nullptr);
+  mnemo_store* const sentinel = reinterpret_cast<mnemo_store*>(0x30);
+  mnemo_store* s = sentinel;
+  mnemo_status st = mnemo_store_open_durable(rt, files.snap.c_str(), fdp.ConsumeBool() ? &o : nullptr, &s);
+  FZ_CHECK(fz::defined_status(st), "undefined status " + std::to_string(st));
+  if (!e.ok) {
+    FZ_CHECK(st == MNEMO_E_CORRUPT, "damaged durable files (" + e.why + ") opened with " + fz::status_text(st));
+    FZ_CHECK(s == sentinel, "a failed open wrote *out");
+    const char* msg = mnemo_last_error();
+    FZ_CHECK(std::strstr(msg, files.snap.c_str()) != nullptr, "the message names neither file: " + std::string(msg));
+    return 0;
+  }
+  FZ_CHECK(st == MNEMO_OK, "durable files a reader accepts were refused: " + fz::status_text(st));
+  check_store(s, e, files, max_version);
+  // A write after the open follows the last intact record (a torn tail was
+  // cut, an older journal restarted), and the files then open to the store
+  // with that write.
+  fz::JournalRecordImage add;
+  add.op = 1;
+  add.seq = e.seq + 1;
+  add.count = 1;
+  add.dtype = MNEMO_DTYPE_F32;
+  add.ids = {fdp.ConsumeIntegralInRange<uint64_t>(1, 6)};
+  uint64_t dim = 0;
+  int32_t dtype = 0, metric = 0;
+  FZ_CHECK(mnemo_store_shape(s, &dim, &dtype, &metric) == MNEMO_OK, "shape");
+  fz::Buf ids(8), vec(dim * 4);
+  ids.as<uint64_t>()[0] = add.ids[0];
+  for (uint64_t j = 0; j < dim; ++j) vec.as<float>()[j] = static_cast<float>(j + 1) / 4.0f;
+  add.data.assign(reinterpret_cast<const char*>(vec.data()), dim * 4);
+  st = mnemo_store_add(s, ids.as<uint64_t>(), vec.data(), MNEMO_DTYPE_F32, 1);
+  FZ_CHECK(st == MNEMO_OK, "add after the open: " + fz::status_text(st));
+  mnemo_store_destroy(s);
+  Expect after = e;
+  FZ_CHECK(apply_record(after.want, add, Shape{dim, dtype, metric}), "the model refuses a plain add");
+  after.seq = add.seq;
+  after.journal_records += 1;
+  after.journal_bytes += 40 + 8 + dim * 4 + 8;  // record head, id, vector, checksum
+  s = sentinel;
+  st = mnemo_store_open_durable(rt, files.snap.c_str(), &o, &s);
+  FZ_CHECK(st == MNEMO_OK, "reopen: " + fz::status_text(st));
+  check_store(s, after, files, max_version);
+  mnemo_store_destroy(s);
+  return 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -106,7 +557,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mnemo_runtime* rt = fz::cpu_runtime(true);
   const uint32_t max_version = library_version(rt);
   std::string bytes;
-  const int mode = fdp.ConsumeIntegralInRange<int>(0, 3);
+  // Modes 0-3: a snapshot file; 4-7: a durable store's journal.
+  const int mode = fdp.ConsumeIntegralInRange<int>(0, 7);
+  if (mode >= 4) return journal_case(fdp, rt, max_version);
   if (mode == 0) {
     bytes = fdp.ConsumeRemainingBytesAsString();
   } else {

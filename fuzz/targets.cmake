@@ -15,6 +15,7 @@ set(MNEMO_FUZZ_COMMON
   ${CMAKE_CURRENT_LIST_DIR}/fuzz_support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/topk_oracle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/store_image.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/journal_image.cpp
   ${CMAKE_CURRENT_LIST_DIR}/resample_oracle.cpp
   ${PROJECT_SOURCE_DIR}/tests/reference.cpp)
 
