@@ -4,8 +4,8 @@
 // f32: the native bf16/f16 dot instructions would round the query to 16
 // bits, which EXACT mode does not allow (Highway 1.0.3 offers neither).
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/cpu/simd_kernels.cpp"
@@ -98,7 +98,15 @@ void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n,
   const DF df;
   const auto* x = static_cast<const typename L::T*>(rows);
   float s[M];
+  // The hardware prefetcher stops at 4 KiB pages: ask for the row about
+  // 2 KiB ahead so the stream does not stall at each page boundary.
+  const size_t row_bytes = dim * sizeof(typename L::T);
+  const size_t ahead = row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
   for (size_t r = 0; r < n; ++r) {
+    if (r + ahead < n) {
+      const auto* p = reinterpret_cast<const unsigned char*>(x + (r + ahead) * dim);
+      for (size_t o = 0; o < row_bytes; o += 64) hwy::Prefetch(p + o);
+    }
     score_one_row<L, M, kL2>(df, q, x + r * dim, dim, s);
     for (size_t j = 0; j < M; ++j) out[j * ld + r] = s[j];
   }
