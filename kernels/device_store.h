@@ -22,9 +22,7 @@ class DeviceStore final : public StoreMirror {
   uint64_t ld() const { return ld_; }  // padded row length in elements
   uint64_t slots() const { return slots_; }
   // Device memory held for this store (capacity, not just live slots).
-  uint64_t device_bytes() const override {
-    return vectors_.size() + ids_.size() + norms_.size() + biases_.size();
-  }
+  uint64_t device_bytes() const override { return vectors_.size() + ids_.size() + norms_.size() + biases_.size(); }
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);

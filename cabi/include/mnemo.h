@@ -527,9 +527,9 @@ MNEMO_API mnemo_status mnemo_resample(mnemo_runtime* rt, const void* data, int32
 /* mnemo_resample on device pointers (opts->src_lengths and
    opts->tgt_lengths too), queued on `stream` (see mnemo_score_pairs_device). */
 MNEMO_API mnemo_status mnemo_resample_device(mnemo_runtime* rt, const void* data, int32_t data_dtype, uint64_t batch,
-                                             uint64_t n_src, uint64_t dim, const void* src_times,
-                                             const void* tgt_times, int32_t time_dtype, uint64_t n_tgt,
-                                             const mnemo_resample_options* opts, void* out, void* stream);
+                                             uint64_t n_src, uint64_t dim, const void* src_times, const void* tgt_times,
+                                             int32_t time_dtype, uint64_t n_tgt, const mnemo_resample_options* opts,
+                                             void* out, void* stream);
 
 /* ------------------------------------------------------------------------ */
 /* Row normalisation                                                         */

@@ -54,11 +54,11 @@ void CpuBackend::normalize_rows(const NormArgs& a) {
 #pragma omp for schedule(dynamic, 256) nowait
     for (int64_t r = 0; r < rows; ++r) {
       const uint64_t off = static_cast<uint64_t>(r) * a.dim;
-      if (f32 && simd::normalize_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim,
-                                     stream))
+      if (f32 &&
+          simd::normalize_f32(static_cast<const float*>(a.in) + off, static_cast<float*>(a.out) + off, a.dim, stream))
         continue;
-      normalize_row(static_cast<const unsigned char*>(a.in) + off * esz,
-                    static_cast<unsigned char*>(a.out) + off * esz, a.dtype, a.dim);
+      normalize_row(static_cast<const unsigned char*>(a.in) + off * esz, static_cast<unsigned char*>(a.out) + off * esz,
+                    a.dtype, a.dim);
     }
     if (stream) simd::stream_fence();
   }
