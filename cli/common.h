@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "aligned_vec.h"
+
 namespace cli {
 
 // A failure to report on stderr; the program exits with status 1.
@@ -23,30 +25,6 @@ struct Error : std::runtime_error {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-template <class T>
-struct Aligned {  // MNEMO_ALIGNMENT for std::vector storage
-  using value_type = T;
-  Aligned() = default;
-  template <class U>
-  Aligned(const Aligned<U>&) {}
-  T* allocate(size_t n) {
-    void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { std::free(p); }
-  template <class U>
-  bool operator==(const Aligned<U>&) const {
-    return true;
-  }
-  template <class U>
-  bool operator!=(const Aligned<U>&) const {
-    return false;
-  }
-};
-template <class T>
-using AVec = std::vector<T, Aligned<T>>;
 
 // --name value options; flags take no value. Unknown names are an error.
 class Args {

@@ -11,34 +11,15 @@
 #include <new>
 #include <vector>
 
+#include "aligned_vec.h"  // cli/
+
 namespace crash {
 
 constexpr uint64_t kDim = 8;
 constexpr uint64_t kUniverse = 48;  // ids 1..kUniverse
 
 template <class T>
-struct Aligned {  // MNEMO_ALIGNMENT for std::vector storage
-  using value_type = T;
-  Aligned() = default;
-  template <class U>
-  Aligned(const Aligned<U>&) {}
-  T* allocate(size_t n) {
-    void* p = std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { std::free(p); }
-  template <class U>
-  bool operator==(const Aligned<U>&) const {
-    return true;
-  }
-  template <class U>
-  bool operator!=(const Aligned<U>&) const {
-    return false;
-  }
-};
-template <class T>
-using AVec = std::vector<T, Aligned<T>>;
+using AVec = cli::AVec<T>;
 
 enum class Kind { add, remove, set_bias, checkpoint };
 struct Op {
