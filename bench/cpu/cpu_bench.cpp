@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int);
@@ -165,6 +166,10 @@ struct Ctx {
   mnemo_runtime* rt_unchecked = nullptr;
   double read_gbs = 0;
   double floor_ms(double bytes) const { return bytes / (read_gbs * 1e9) * 1e3; }
+  // The default runtime, then the same call with validation off.
+  std::vector<std::pair<mnemo_runtime*, const char*>> variants() const {
+    return {{rt, ""}, {rt_unchecked, " (validation off)"}};
+  }
 };
 
 mnemo_runtime* make_runtime(const char* gemm_min, bool validate = true) {
@@ -321,18 +326,14 @@ void bench_resample(Ctx& c) {
     for (size_t j = 0; j < T; ++j) tt[b * T + j] = u(rng) * t;
   }
   const double bytes = double(B * S * D + B * T * D) * 4;
-  const double ms = median_ms([&] {
-    check(mnemo_resample(c.rt, data.data(), MNEMO_DTYPE_F32, B, S, D, st.data(), tt.data(), MNEMO_DTYPE_F32, T, nullptr,
-                         out.data()),
-          "resample");
-  });
-  row("resample 1024 x 512 -> 256 x 64 f32", "mnemo", ms, c.floor_ms(bytes), "GB/s", bytes);
-  const double ms_unchecked = median_ms([&] {
-    check(mnemo_resample(c.rt_unchecked, data.data(), MNEMO_DTYPE_F32, B, S, D, st.data(), tt.data(), MNEMO_DTYPE_F32,
-                         T, nullptr, out.data()),
-          "resample");
-  });
-  row("resample 1024 x 512 -> 256 x 64 f32 (validation off)", "mnemo", ms_unchecked, c.floor_ms(bytes), "GB/s", bytes);
+  for (const auto& [rt, suffix] : c.variants()) {
+    const double ms = median_ms([&] {
+      check(mnemo_resample(rt, data.data(), MNEMO_DTYPE_F32, B, S, D, st.data(), tt.data(), MNEMO_DTYPE_F32, T, nullptr,
+                           out.data()),
+            "resample");
+    });
+    row(std::string("resample 1024 x 512 -> 256 x 64 f32") + suffix, "mnemo", ms, c.floor_ms(bytes), "GB/s", bytes);
+  }
 }
 
 void bench_norm(Ctx& c) {
@@ -344,23 +345,16 @@ void bench_norm(Ctx& c) {
   fill_normal(g.data(), D, 8);
   fill_normal(b.data(), D, 9);
   const double bytes = 2.0 * R * D * 4;
-  row("normalize 1M x 768 f32", "mnemo",
-      median_ms([&] { check(mnemo_normalize_rows(c.rt, in.data(), out.data(), MNEMO_DTYPE_F32, R, D), "normalize"); }),
-      c.floor_ms(bytes), "GB/s", bytes);
-  row("layer_norm 1M x 768 f32", "mnemo", median_ms([&] {
-        check(mnemo_layer_norm(c.rt, in.data(), out.data(), MNEMO_DTYPE_F32, R, D, g.data(), b.data(), 1e-5f),
-              "layer_norm");
-      }),
-      c.floor_ms(bytes), "GB/s", bytes);
-  row("normalize 1M x 768 f32 (validation off)", "mnemo", median_ms([&] {
-        check(mnemo_normalize_rows(c.rt_unchecked, in.data(), out.data(), MNEMO_DTYPE_F32, R, D), "normalize");
-      }),
-      c.floor_ms(bytes), "GB/s", bytes);
-  row("layer_norm 1M x 768 f32 (validation off)", "mnemo", median_ms([&] {
-        check(mnemo_layer_norm(c.rt_unchecked, in.data(), out.data(), MNEMO_DTYPE_F32, R, D, g.data(), b.data(), 1e-5f),
-              "layer_norm");
-      }),
-      c.floor_ms(bytes), "GB/s", bytes);
+  for (const auto& [rt, suffix] : c.variants()) {
+    row(std::string("normalize 1M x 768 f32") + suffix, "mnemo",
+        median_ms([&] { check(mnemo_normalize_rows(rt, in.data(), out.data(), MNEMO_DTYPE_F32, R, D), "normalize"); }),
+        c.floor_ms(bytes), "GB/s", bytes);
+    row(std::string("layer_norm 1M x 768 f32") + suffix, "mnemo", median_ms([&] {
+          check(mnemo_layer_norm(rt, in.data(), out.data(), MNEMO_DTYPE_F32, R, D, g.data(), b.data(), 1e-5f),
+                "layer_norm");
+        }),
+        c.floor_ms(bytes), "GB/s", bytes);
+  }
 }
 
 // Runs the numpy peer with the same thread count and copies its rows in.
