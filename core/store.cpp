@@ -199,7 +199,7 @@ void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t c
 }
 
 void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-                   uint64_t* out_ids, float* out_scores) const {
+                   uint64_t* out_ids, float* out_scores, const Placement& place) const {
   auto lock = read_lock();
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;
@@ -218,10 +218,15 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
     allow_ptr = allow.data();
   }
   const StoreView v = view();
-  Backend& be = rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  Backend& be = place.on_device ? rt_.device_backend(Op::search)
+                                : rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
   SearchArgs a;
   a.store = &v;
   a.mirror = (&be == &rt_.store_home()) ? mirror_.get() : nullptr;
+  if (place.on_device && a.mirror == nullptr)
+    fail(Code::backend_unavailable, "device pointers need a store held by the GPU; this one is in host memory");
+  a.place = place;
+  a.place.validate = rt_.validate();
   a.queries = queries;
   a.nq = nq;
   a.k = k;

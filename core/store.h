@@ -65,8 +65,10 @@ class Store {
   // Throws not_found (naming the position) before changing any bias.
   void set_bias(const uint64_t* ids, const float* biases, uint64_t count);
   // Throws shape for a bitmap of the wrong length, before writing anything.
+  // With place.on_device, queries and outputs are device pointers and the
+  // store must be held by the runtime's GPU (backend_unavailable otherwise).
   void search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-              uint64_t* out_ids, float* out_scores) const;
+              uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
 
   StoreContents snapshot() const;
   StoreStats stats() const;
