@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-wheel bench clean format fuzz fuzz-build
 
 all: build
 
@@ -54,7 +54,13 @@ test-tsan: deps $(TSAN)/CMakeCache.txt
 test-rust: build
 	@if [ -x scripts/rust-check.sh ]; then MNEMO_LIB_DIR=$(CURDIR)/$(BUILD)/lib bash scripts/rust-check.sh $(CURDIR)/$(BUILD); fi
 
-test: test-cpp test-asan test-tsan test-rust
+# The Python package as users install it: fresh venv, `pip install` of a clean
+# copy of the tree (CUDA module off, see scripts/wheel-check.sh), import,
+# one search, `pip uninstall`.
+test-wheel: deps
+	bash scripts/wheel-check.sh $(BUILD)/wheel-check
+
+test: test-cpp test-asan test-tsan test-rust test-wheel
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
