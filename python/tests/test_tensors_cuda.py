@@ -5,7 +5,7 @@ Runs with MNEMO_TEST_CUDA=1 where torch / CuPy see a GPU; skips otherwise."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import numpy as np
 import pytest
