@@ -69,6 +69,15 @@ def _parse_dtype(dtype: Any) -> int:
         raise MnemoTypeError(Status.E_DTYPE, f"unknown dtype {dtype!r}") from None
 
 
+def _c_path(path: PathLike, name: str = "path") -> bytes:
+    """A file path as the C string the library reads; a NUL byte would cut
+    it short silently, so it is refused."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"{name} {path!r} contains a NUL byte")
+    return raw
+
+
 def bitmap_from_mask(mask: Any) -> np.ndarray:
     """Packs a bool mask over slots into the uint64 words of a slot bitmap:
     bit s of word s // 64 is set when slot s is allowed."""
@@ -115,7 +124,7 @@ class Store(OwnedHandle):
         """Opens a store written by save() (mnemo_store_open). A damaged
         file raises MnemoError(MNEMO_E_CORRUPT), a missing one MNEMO_E_IO."""
         handle = ctypes.c_void_p()
-        check(lib.mnemo_store_open(runtime.handle, os.fsencode(path), ctypes.byref(handle)))
+        check(lib.mnemo_store_open(runtime.handle, _c_path(path), ctypes.byref(handle)))
         store = cls.__new__(cls)
         store._handle = None
         store._adopt(runtime, handle.value)
@@ -146,13 +155,13 @@ class Store(OwnedHandle):
                                   f"sync must be one of {', '.join(SYNC_POLICIES)}, not {sync!r}")
         opts = lib.mnemo_durable_options_default()
         opts.sync = SYNC_POLICIES[sync]
-        journal = None if journal_path is None else os.fsencode(journal_path)
+        journal = None if journal_path is None else _c_path(journal_path, "journal_path")
         opts.journal_path = journal
         opts.dim = check_u64(dim, "dim")
         opts.dtype = _parse_dtype(dtype)
         opts.metric = parse_enum(metric, Metric, "metric")
         handle = ctypes.c_void_p()
-        check(lib.mnemo_store_open_durable(runtime.handle, os.fsencode(path), ctypes.byref(opts),
+        check(lib.mnemo_store_open_durable(runtime.handle, _c_path(path), ctypes.byref(opts),
                                            ctypes.byref(handle)))
         store = cls.__new__(cls)
         store._handle = None
@@ -175,7 +184,7 @@ class Store(OwnedHandle):
 
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""
-        check(lib.mnemo_store_save(self.handle, os.fsencode(path)))
+        check(lib.mnemo_store_save(self.handle, _c_path(path)))
 
     @property
     def handle(self) -> int:

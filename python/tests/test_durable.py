@@ -57,6 +57,11 @@ def test_missing_store_and_bad_options(cpu_rt, tmp_path: Path) -> None:
     assert exc.value.status == Status.E_IO
     with pytest.raises(ValueError, match="sync"):
         mnemo.open_durable(cpu_rt, tmp_path / "x.store", dim=4, sync="never")
+    with pytest.raises(ValueError, match="NUL"):
+        mnemo.open_durable(cpu_rt, str(tmp_path / "z.store") + "\0tail", dim=4)
+    with pytest.raises(ValueError, match="NUL"):
+        mnemo.open_durable(cpu_rt, tmp_path / "z.store", dim=4, journal_path="j\0")
+    assert not (tmp_path / "z.store").exists()
     mnemo.open_durable(cpu_rt, tmp_path / "y.store", dim=4).close()
     with pytest.raises(mnemo.MnemoError) as exc:
         mnemo.open_durable(cpu_rt, tmp_path / "y.store", dim=5)
