@@ -1,8 +1,10 @@
-"""16-byte aligned numpy arrays and the checks made before each call.
+"""16-byte aligned numpy arrays and the conversion of inputs.
 
 mnemo refuses data pointers that are not MNEMO_ALIGNMENT (16) byte aligned.
-numpy usually returns such memory, but views and slices often are not, so
-every array is checked here and outputs are allocated with aligned_empty().
+numpy usually returns such memory, but views and slices often are not.
+host_input() passes arrays that are already right untouched and converts
+anything else (lists, other dtypes, strided, Fortran-ordered or misaligned
+data) with one copy; outputs are allocated with aligned_empty().
 """
 
 from __future__ import annotations

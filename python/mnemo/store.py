@@ -272,7 +272,8 @@ class Store(OwnedHandle):
 
     def _ids(self, ids: Any, copy: Optional[bool] = None) -> np.ndarray:
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-            ids = [ids]
+            # One id: there is no caller's buffer to keep, copy=False or not.
+            return host_input([ids], "ids", [np.uint64], ndim=1, kind=INDICES)
         return Placement(self._runtime, ids, (), copy, host=True).input(
             ids, "ids", [np.uint64], ndim=1, kind=INDICES)
 
@@ -283,8 +284,8 @@ class Store(OwnedHandle):
             ids: [count] non-negative integers (uint64; lists, int64 and
                 int32 arrays are checked and converted; one int for one id).
             vectors: [count, dim] (or [dim] for one id) of float32 or of the
-                store's own dtype (float16, or uint16 bf16 bits); other real
-                dtypes are converted to float32.
+                store's own dtype (float16, or uint16 bf16 bits), passed as
+                they are; other real dtypes are converted to float32.
             copy: False refuses arguments that would need a conversion.
 
         Every check runs before the library is called: a refused argument
@@ -292,8 +293,12 @@ class Store(OwnedHandle):
         takes host vectors for writes).
         """
         i = self._ids(ids, copy)
+        # float32, or the store's own dtype (taken as is): anything else,
+        # float16 into a bf16 store included, is converted to float32.
+        own = {DType.F16: np.float16, DType.BF16: np.uint16}.get(self._shape.dtype)
+        accepted = (np.float32,) if own is None else (np.float32, own)
         v = Placement(self._runtime, vectors, (), copy, host=True).input(
-            vectors, "vectors", _DATA_DTYPES, ndim=(1, 2))
+            vectors, "vectors", accepted, ndim=(1, 2))
         if v.ndim == 1:
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
@@ -364,7 +369,8 @@ class Store(OwnedHandle):
             raise MnemoValueError(Status.E_INVALID_ARGUMENT,
                                   "give filter_ids or filter_bitmap, not both")
         if filter_ids is not None:
-            keep = host_input(filter_ids, "filter_ids", [np.uint64], ndim=1, kind=INDICES)
+            keep = Placement(self._runtime, filter_ids, (), copy, host=True).input(
+                filter_ids, "filter_ids", [np.uint64], ndim=1, kind=INDICES)
             opts.filter_kind = FilterKind.IDS
             opts.filter_ids = host_ptr(keep)
             opts.filter_count = keep.shape[0]

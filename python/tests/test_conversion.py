@@ -119,6 +119,15 @@ def test_float16_store_and_lists(cpu_rt, rng) -> None:
     assert np.array_equal(store.get(2), v[2].astype(np.float32))
 
 
+def test_float16_vectors_into_other_stores(cpu_rt, rng) -> None:
+    v = rng.standard_normal((3, 8)).astype(np.float16)
+    for storage in ("f32", "bf16"):
+        store = mnemo.Store(cpu_rt, 8, storage)
+        store.add([1, 2, 3], v)
+        want = ref.to_storage(v.astype(np.float32), ref.STORAGE[storage])
+        assert np.array_equal(store.get(3), ref.as_f64(want)[2].astype(np.float32))
+
+
 def test_one_dimensional_query_is_one_query(cpu_rt, rng) -> None:
     store = mnemo.Store(cpu_rt, 6)
     store.add(list(range(10)), rng.standard_normal((10, 6)))
