@@ -15,7 +15,11 @@ Rules (docs/python.md, "Arrays and tensors" and "Streams"):
   numpy.from_dlpack without a copy; the results are numpy arrays handed to
   the producer's from_numpy / from_dlpack, so they share memory.
 - Ids come back as uint64 where the framework has that dtype in full
-  (numpy, CuPy) and as int64 for PyTorch and JAX, where MNEMO_NO_ID reads -1.
+  (numpy, CuPy) and as int64 for PyTorch, where MNEMO_NO_ID reads -1.
+- JAX arrays are read through __cuda_array_interface__ once ready; their
+  results are allocated by CuPy (else PyTorch), the call's stream is waited
+  for, and they are handed to JAX with jax.dlpack.from_dlpack (64-bit ids
+  need jax_enable_x64).
 """
 
 from __future__ import annotations
@@ -124,6 +128,10 @@ def describe(x: Any, name: str) -> DeviceTensor:
             raise MnemoTypeError(Status.E_DTYPE, f"{name} has dtype {t.dtype}, which mnemo does not take")
         return DeviceTensor(t, int(t.data_ptr()), tuple(int(s) for s in t.shape),
                             np.dtype(_TORCH_TO_NUMPY[key]), bool(t.is_contiguous()), device, lib)
+    if _is_jax(lib):
+        # JAX computes asynchronously on its own streams: the buffer must be
+        # ready before another stream reads it.
+        x.block_until_ready()
     cai = _cai(x)
     if cai is None:
         raise MnemoTypeError(Status.E_DTYPE,
@@ -140,6 +148,23 @@ def describe(x: Any, name: str) -> DeviceTensor:
     stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
     return DeviceTensor(x, int(cai["data"][0] or 0), shape, dtype, contiguous, device, lib,
                         None if stream is None else int(stream))
+
+
+def _is_jax(lib: str) -> bool:
+    return lib in ("jax", "jaxlib")
+
+
+def _allocator() -> str:
+    """The framework that allocates device results for producers that
+    cannot (JAX arrays are immutable): CuPy, else PyTorch."""
+    for name in ("cupy", "torch"):
+        try:
+            importlib.import_module(name)
+            return name
+        except ImportError:
+            continue
+    raise MnemoTypeError(Status.E_DTYPE, "device results for JAX arrays need CuPy or PyTorch "
+                         "installed to allocate them")
 
 
 def _c_strides(shape: Tuple[int, ...], itemsize: int) -> Tuple[int, ...]:
@@ -171,11 +196,13 @@ def producer_stream(t: DeviceTensor) -> int:
 
 
 def device_empty(like: DeviceTensor, shape: Tuple[int, ...], dtype: Any) -> DeviceTensor:
-    """A new C-contiguous tensor of like's framework on like's device."""
-    if like.lib == "torch":
+    """A new C-contiguous tensor of like's framework on like's device (CuPy
+    or PyTorch for JAX, whose arrays are immutable)."""
+    lib = _allocator() if _is_jax(like.lib) else like.lib
+    if lib == "torch":
         import torch
         t = torch.empty(shape, dtype=_torch_dtype(dtype), device=torch.device("cuda", like.device))
-    elif like.lib == "cupy":
+    elif lib == "cupy":
         import cupy
         with cupy.cuda.Device(like.device):
             t = cupy.empty(shape, dtype=dtype)
@@ -195,6 +222,8 @@ def device_convert(t: DeviceTensor, name: str, dtype: np.dtype) -> DeviceTensor:
         import cupy
         with cupy.cuda.Device(t.device):
             out = cupy.array(t.obj, dtype=dtype, order="C", copy=True)
+    elif _is_jax(t.lib) and dtype != np.uint16:
+        out = t.obj.astype(dtype)  # a new (contiguous, aligned) XLA buffer
     else:
         raise MnemoValueError(Status.E_INVALID_ARGUMENT,
                               f"{name}: {t.lib} arrays must already be C-contiguous, "
@@ -229,6 +258,9 @@ def to_device(a: np.ndarray, like: DeviceTensor) -> Any:
         elif a.dtype == np.uint32:
             a = a.view(np.int32)
         return torch.from_numpy(a).to(dev)
+    if _is_jax(like.lib):
+        import jax
+        return jax.device_put(a, jax.devices("gpu")[like.device])
     import cupy
     with cupy.cuda.Device(like.device):
         return cupy.asarray(a)
@@ -381,10 +413,28 @@ class Placement:
     def result(self, value: Union[np.ndarray, DeviceTensor]) -> Any:
         """What the caller gets back."""
         if isinstance(value, DeviceTensor):
+            if self.like is not None and _is_jax(self.like.lib):
+                return _to_jax(value, self.stream)
             return value.obj
         if self.like is not None:  # a device tensor computed on the host
             return to_device(value, self.like)
         return from_host(value, self.lib)
+
+
+def _to_jax(t: DeviceTensor, stream: int) -> Any:
+    """A result allocated by CuPy or PyTorch handed to JAX through DLPack,
+    once the call's stream has finished (JAX does not order work on it)."""
+    import jax.dlpack
+    if t.lib == "cupy":
+        import cupy
+        cupy.cuda.ExternalStream(stream).synchronize()
+    else:
+        import torch
+        if stream:
+            torch.cuda.ExternalStream(stream).synchronize()
+        else:
+            torch.cuda.synchronize(t.device)
+    return jax.dlpack.from_dlpack(t.obj)
 
 
 def _runtime_on_cuda(runtime: Any, device: int) -> bool:

@@ -228,3 +228,25 @@ def test_store_add_from_device_tensors(cuda_rt, fw, rng) -> None:
     assert store.count() == 6 and np.array_equal(store.get(4), v[4])
     with pytest.raises(ValueError, match="copy=False"):
         store.add(fw.dev(np.arange(6, dtype=np.int64)), fw.dev(v), copy=False)
+
+
+def test_jax_arrays(cuda_rt, rng) -> None:
+    import os
+    # JAX would otherwise take most of the GPU memory for itself.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("JAX sees no GPU")
+    q, t = ref.randn(rng, (2, 33)), ref.randn(rng, (90, 33))
+    got = mnemo.similarity(cuda_rt, jax.device_put(q, gpu), jax.device_put(t, gpu), "dot")
+    assert isinstance(got, jax.Array)
+    assert np.allclose(np.asarray(got), mnemo.similarity(cuda_rt, q, t, "dot"), rtol=2e-5, atol=2e-5)
+    x = ref.randn(rng, (7, 40))
+    got = mnemo.normalize_rows(cuda_rt, jax.device_put(x, gpu))
+    assert np.allclose(np.asarray(got), mnemo.normalize_rows(cuda_rt, x), rtol=2e-5, atol=2e-5)
+    store = mnemo.Store(cuda_rt, 33)
+    store.add(np.arange(90), t)
+    scores = store.search(jax.device_put(q, gpu), 4)[1]
+    assert np.allclose(np.asarray(scores), store.search(q, 4)[1], rtol=2e-5, atol=2e-5)
