@@ -424,7 +424,11 @@ class Placement:
 def _to_jax(t: DeviceTensor, stream: int) -> Any:
     """A result allocated by CuPy or PyTorch handed to JAX through DLPack,
     once the call's stream has finished (JAX does not order work on it)."""
+    import jax
     import jax.dlpack
+    if t.dtype.itemsize == 8 and t.dtype.kind in "iu" and not jax.config.jax_enable_x64:
+        raise MnemoTypeError(Status.E_DTYPE, "the ids are 64-bit: enable jax_enable_x64 to "
+                             "receive them as JAX arrays, or pass torch or CuPy tensors")
     if t.lib == "cupy":
         import cupy
         cupy.cuda.ExternalStream(stream).synchronize()

@@ -248,5 +248,13 @@ def test_jax_arrays(cuda_rt, rng) -> None:
     assert np.allclose(np.asarray(got), mnemo.normalize_rows(cuda_rt, x), rtol=2e-5, atol=2e-5)
     store = mnemo.Store(cuda_rt, 33)
     store.add(np.arange(90), t)
-    scores = store.search(jax.device_put(q, gpu), 4)[1]
-    assert np.allclose(np.asarray(scores), store.search(q, 4)[1], rtol=2e-5, atol=2e-5)
+    with pytest.raises(TypeError, match="jax_enable_x64"):
+        store.search(jax.device_put(q, gpu), 4)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        ids, scores = store.search(jax.device_put(q, gpu), 4)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    want_ids, want_scores = store.search(q, 4)
+    assert np.array_equal(np.asarray(ids).view(np.uint64), want_ids)
+    assert np.allclose(np.asarray(scores), want_scores, rtol=2e-5, atol=2e-5)
