@@ -426,7 +426,8 @@ def _to_jax(t: DeviceTensor, stream: int) -> Any:
     once the call's stream has finished (JAX does not order work on it)."""
     import jax
     import jax.dlpack
-    if t.dtype.itemsize == 8 and t.dtype.kind in "iu" and not jax.config.jax_enable_x64:
+    x64 = jax.dtypes.canonicalize_dtype(np.int64) == np.dtype(np.int64)
+    if t.dtype.itemsize == 8 and t.dtype.kind in "iu" and not x64:
         raise MnemoTypeError(Status.E_DTYPE, "the ids are 64-bit: enable jax_enable_x64 to "
                              "receive them as JAX arrays, or pass torch or CuPy tensors")
     if t.lib == "cupy":
