@@ -342,7 +342,9 @@ class Placement:
                 raise MnemoValueError(Status.E_INVALID_ARGUMENT,
                                       f"{name} is in host memory and the call runs on the GPU; "
                                       "copy=False forbids the copy")
-            return describe(to_device(host, self.like), name)
+            moved = describe(to_device(host, self.like), name)
+            moved.dtype = host.dtype  # torch holds uint64 as int64: same bits
+            return moved
         assert self.like is not None
         t = describe(value, name)
         if dev != self.like.device:

@@ -169,6 +169,9 @@ def test_pairs_resample_normalize_layer_norm_on_device(cuda_rt, fw, spy, rng) ->
     fw.sync()
     host_equal(fw, got, want)
     assert "mnemo_score_pairs_device" in spy.calls
+    mixed = mnemo.score_pairs(cuda_rt, fw.dev(tab), src.tolist(), tgt)  # host indices: copied over
+    fw.sync()
+    host_equal(fw, mixed, want)
     bad = tgt.copy()
     bad[5] = -1  # a negative index reads as 2**64 - 1: out of range
     with pytest.raises(mnemo.MnemoError) as exc:

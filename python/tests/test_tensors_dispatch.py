@@ -132,6 +132,8 @@ def test_ops_go_to_device_entry_points(dev, cpu_rt, rng) -> None:
     args = dev.lib.calls["mnemo_score_pairs_device"][-1]
     assert args[6] == src.ctypes.data and args[8] == mnemo.DType.U64
     assert np.array_equal(got.a, mnemo.score_pairs(cpu_rt, t, src, tgt))
+    mixed = mnemo.score_pairs(dev.rt, td, src.tolist(), tgt)  # host indices: moved over
+    assert np.array_equal(mixed.a, got.a)
 
     data = ref.randn(rng, (2, 5, 3))
     st = np.sort(rng.standard_normal((2, 5)), axis=1)
