@@ -273,6 +273,8 @@ def _convert_sequence(value: Any, name: str, allowed: Sequence[np.dtype],
     to int truncation, no wrapping of negative or too large ints."""
     try:
         arr = np.asarray(value)
+    except OverflowError:  # ints beyond every numpy dtype: decided one by one
+        arr = np.asarray(value, dtype=object)
     except ValueError as exc:  # numpy refuses ragged nesting
         raise MnemoValueError(Status.E_SHAPE, f"{name} is a ragged list: {exc}") from None
     if kind == INDICES and arr.dtype.kind in "fO":
