@@ -198,3 +198,112 @@ def check_u64(value: Any, name: str) -> int:
     if not 0 <= v < 2**64:
         raise MnemoValueError(Status.E_OUT_OF_RANGE, f"{name} = {v} is not a uint64")
     return v
+
+
+def _from_host_dlpack(a: Any, name: str) -> Any:
+    """A numpy view of a CPU object exposing __dlpack__ (torch CPU tensors,
+    numpy itself); other objects are returned unchanged."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__"):
+        return a
+    try:
+        return np.from_dlpack(a)
+    except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+        raise MnemoTypeError(Status.E_DTYPE,
+                             f"{name}: cannot read it as a host array ({exc})") from None
+
+
+def _to_numpy(a: Any, name: str) -> np.ndarray:
+    """np.asarray with the argument's name in its errors (ragged lists)."""
+    a = _from_host_dlpack(a, name)
+    if isinstance(a, np.ndarray):
+        return a
+    try:
+        return np.asarray(a)
+    except (TypeError, ValueError) as exc:
+        raise MnemoValueError(Status.E_SHAPE,
+                              f"{name} is not a rectangular array of numbers: {exc}") from None
+
+
+def _ndim_ok(a: np.ndarray, name: str, ndim: Union[int, Tuple[int, ...]]) -> None:
+    allowed = (ndim,) if isinstance(ndim, int) else ndim
+    if a.ndim not in allowed:
+        raise MnemoValueError(Status.E_SHAPE,
+                              f"{name} has {a.ndim} dimensions; expected "
+                              + " or ".join(map(str, allowed)))
+
+
+def _is_ready(a: np.ndarray, dtypes: Sequence[DTypeLike]) -> bool:
+    return (a.dtype in [np.dtype(d) for d in dtypes] and a.flags.c_contiguous
+            and (a.size == 0 or is_aligned(a)))
+
+
+def as_data(a: Any, name: str, dtypes: Sequence[DTypeLike],
+            ndim: Union[int, Tuple[int, ...]], copy: bool = True) -> np.ndarray:
+    """A floating-point input as mnemo reads it.
+
+    An array of one of `dtypes` that is C-contiguous and 16-byte aligned is
+    returned as it is (no copy). Anything else holding real numbers (lists,
+    float64, ints, strided, Fortran-ordered or misaligned arrays, CPU objects
+    with __dlpack__) is converted with one copy to the first of `dtypes`, or
+    kept in its own dtype when that is accepted. With copy=False a needed
+    copy raises instead, as check_array does (MnemoTypeError for the dtype,
+    MnemoValueError for layout or alignment).
+    """
+    src = _to_numpy(a, name)
+    _ndim_ok(src, name, ndim)
+    if _is_ready(src, dtypes):
+        return src
+    if src.size and (src.dtype.kind not in "uif" or src.dtype == np.bool_):
+        raise MnemoTypeError(Status.E_DTYPE,
+                             f"{name} holds {src.dtype} values; expected real numbers")
+    target = src.dtype if src.dtype in [np.dtype(d) for d in dtypes] else np.dtype(dtypes[0])
+    if not copy:
+        # The strict path: check_array names what is wrong with a dtype
+        # TypeError or a ValueError (layout, alignment).
+        check_array(src, name, dtypes)
+    return aligned_array(src, target, copy=True)
+
+
+def as_ids(a: Any, name: str, dtypes: Sequence[DTypeLike] = (np.uint64,),
+           copy: bool = True) -> np.ndarray:
+    """A 1-D array of ids or indices (unsigned), converted with one copy from
+    any integer dtype (negative values refused), from floats holding whole
+    numbers, or from lists; already right arrays pass unchanged. Raises
+    MnemoTypeError for non-numbers, MnemoValueError for negative,
+    non-integral or out-of-range values, and for copy=False when a copy is
+    needed."""
+    if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
+        a = [a]
+    if not isinstance(a, np.ndarray) and not hasattr(a, "__dlpack__"):
+        return check_array(_convert(a, name, np.dtype(dtypes[0])), name, dtypes, 1)
+    src = _to_numpy(a, name)
+    _ndim_ok(src, name, 1)
+    if _is_ready(src, dtypes):
+        return src
+    allowed = [np.dtype(d) for d in dtypes]
+    target = src.dtype if src.dtype in allowed else allowed[0]
+    limit = int(np.iinfo(target).max)
+    if src.size == 0:
+        pass
+    elif src.dtype.kind in "iu":
+        lo, hi = int(src.min()), int(src.max())
+        if lo < 0:
+            raise MnemoValueError(Status.E_OUT_OF_RANGE, f"{name} has a negative value ({lo})")
+        if hi > limit:
+            raise MnemoValueError(Status.E_OUT_OF_RANGE, f"{name} has {hi}, above {target} range")
+    elif src.dtype.kind == "f":
+        if not np.all(np.isfinite(src)) or np.any(src != np.floor(src)):
+            raise MnemoValueError(Status.E_OUT_OF_RANGE,
+                                  f"{name} has non-integral or non-finite values")
+        lo, hi = float(src.min()), float(src.max())
+        # Beyond 2**53 a float no longer names one integer.
+        if lo < 0 or hi > min(limit, 2**53):
+            raise MnemoValueError(Status.E_OUT_OF_RANGE,
+                                  f"{name} has values outside [0, {min(limit, 2**53)}]")
+    else:
+        raise MnemoTypeError(Status.E_DTYPE, f"{name} holds {src.dtype} values; expected integers")
+    if not copy:
+        # The strict path: check_array names what is wrong with a dtype
+        # TypeError or a ValueError (layout, alignment).
+        check_array(src, name, dtypes)
+    return aligned_array(src, target, copy=True)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import numpy as np
 
 from ._lib import check, lib
-from .arrays import (as_input, check_array, check_shape, mnemo_dtype, output,
-                     ptr)
+from .arrays import (as_data, as_ids, as_input, check_array, check_shape,
+                     mnemo_dtype, output, ptr)
 from .enums import Metric, Status, parse_enum
 from .errors import MnemoTypeError, MnemoValueError
 
@@ -25,9 +25,9 @@ INDEX_DTYPES = (np.uint64, np.uint32)
 MetricLike = Union[Metric, str, int]
 
 
-def similarity(runtime: "Runtime", queries: np.ndarray, targets: np.ndarray,
+def similarity(runtime: "Runtime", queries: Any, targets: Any,
                metric: MetricLike = "cosine", *,
-               out: Optional[np.ndarray] = None) -> np.ndarray:
+               out: Optional[np.ndarray] = None, copy: bool = True) -> np.ndarray:
     """The raw score matrix (mnemo_similarity).
 
     Args:
@@ -35,14 +35,16 @@ def similarity(runtime: "Runtime", queries: np.ndarray, targets: np.ndarray,
         targets: [n, dim] of float32, float16 or uint16 (bf16 bits).
         metric: "cosine", "dot" or "l2sq" (squared L2 distance).
         out: optional float32 output of the result's shape.
+        copy: inputs that are not aligned C-contiguous arrays of an accepted
+            dtype are converted with one copy; False raises instead.
 
     Returns:
         float32 [nq, n] (or [n] for a 1-D query), scores[i, j] =
         metric(queries[i], targets[j]).
     """
     m = parse_enum(metric, Metric, "metric")
-    q = check_array(queries, "queries", [np.float32], ndim=(1, 2))
-    t = check_array(targets, "targets", DATA_DTYPES, ndim=2)
+    q = as_data(queries, "queries", [np.float32], (1, 2), copy)
+    t = as_data(targets, "targets", DATA_DTYPES, 2, copy)
     q2 = q.reshape(1, -1) if q.ndim == 1 else q
     n, dim = t.shape
     if q2.shape[1] != dim:
@@ -73,8 +75,8 @@ def score_pairs(runtime: "Runtime", table: np.ndarray, src: Any, tgt: Any,
     """
     m = parse_enum(metric, Metric, "metric")
     tab = check_array(table, "table", DATA_DTYPES, ndim=2)
-    s = as_input(src, "src", INDEX_DTYPES, ndim=1)
-    d = as_input(tgt, "tgt", INDEX_DTYPES, ndim=1)
+    s = as_ids(src, "src", INDEX_DTYPES)
+    d = as_ids(tgt, "tgt", INDEX_DTYPES)
     if s.dtype != d.dtype:
         raise MnemoTypeError(Status.E_DTYPE, f"src is {s.dtype} but tgt is {d.dtype}")
     check_shape(d, "tgt", s.shape)

@@ -10,8 +10,8 @@ import numpy as np
 
 from ._lib import check, lib
 from ._owned import OwnedHandle
-from .arrays import (aligned_zeros, as_input, check_array, check_shape,
-                     check_u64, mnemo_dtype, output, ptr)
+from .arrays import (aligned_zeros, as_data, as_ids, as_input, check_array,
+                     check_shape, check_u64, mnemo_dtype, output, ptr)
 from .enums import DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoTypeError, MnemoValueError
 
@@ -185,21 +185,25 @@ class Store(OwnedHandle):
 
     # Writes.
 
-    def _ids(self, ids: Any) -> np.ndarray:
-        if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-            ids = [ids]
-        return as_input(ids, "ids", [np.uint64], ndim=1)
+    def _ids(self, ids: Any, copy: bool = True) -> np.ndarray:
+        return as_ids(ids, "ids", (np.uint64,), copy=copy)
 
-    def add(self, ids: Any, vectors: np.ndarray) -> None:
+    def add(self, ids: Any, vectors: Any, *, copy: bool = True) -> None:
         """Adds or replaces (upsert) vectors.
 
         Args:
-            ids: uint64 [count] (a list or one int is converted).
+            ids: [count] non-negative integers: uint64 passes as it is; other
+                integer arrays, whole-number floats, lists or one int are
+                converted (negative, non-integral or too large values raise
+                ValueError).
             vectors: [count, dim] (or [dim] for one id) of float32 or of the
-                store's own dtype (float16, or uint16 bf16 bits).
+                store's own dtype (float16, or uint16 bf16 bits); other real
+                arrays, lists, strided or misaligned data are converted to
+                float32 with one copy.
+            copy: False raises instead of making any conversion copy.
         """
-        i = self._ids(ids)
-        v = check_array(vectors, "vectors", _DATA_DTYPES, ndim=(1, 2))
+        i = self._ids(ids, copy)
+        v = as_data(vectors, "vectors", _DATA_DTYPES, (1, 2), copy)
         if v.ndim == 1:
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
@@ -232,16 +236,18 @@ class Store(OwnedHandle):
         check(lib.mnemo_store_get(self.handle, check_u64(id, "id"), ptr(res)))
         return res
 
-    def search(self, queries: np.ndarray, k: int, *,
+    def search(self, queries: Any, k: int, *,
                filter_ids: Any = None, filter_bitmap: Any = None,
                filter_count: Optional[int] = None, apply_bias: bool = False,
                out_ids: Optional[np.ndarray] = None,
-               out_scores: Optional[np.ndarray] = None
-               ) -> Tuple[np.ndarray, np.ndarray]:
+               out_scores: Optional[np.ndarray] = None,
+               copy: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """k best stored vectors per query (mnemo_store_search).
 
         Args:
-            queries: float32 [nq, dim], or [dim] for one query.
+            queries: float32 [nq, dim], or [dim] for one query; other real
+                arrays and lists are converted with one copy (copy=False
+                raises instead).
             k: results per query, >= 1; slots past the candidates get id
                 NO_ID and score NaN.
             filter_ids: allow-list of ids (uint64; unknown ids are ignored).
@@ -256,7 +262,7 @@ class Store(OwnedHandle):
             (ids uint64, scores float32), each [nq, k] (or [k] for a 1-D
             query), best first, ties broken by the smaller id.
         """
-        q = check_array(queries, "queries", [np.float32], ndim=(1, 2))
+        q = as_data(queries, "queries", [np.float32], (1, 2), copy)
         q2 = q.reshape(1, -1) if q.ndim == 1 else q
         if q2.shape[1] != self.dim:
             raise MnemoValueError(Status.E_SHAPE,
@@ -268,7 +274,7 @@ class Store(OwnedHandle):
         if filter_ids is not None and filter_bitmap is not None:
             raise ValueError("give filter_ids or filter_bitmap, not both")
         if filter_ids is not None:
-            keep = as_input(filter_ids, "filter_ids", [np.uint64], ndim=1)
+            keep = as_ids(filter_ids, "filter_ids", (np.uint64,), copy=copy)
             opts.filter_kind = FilterKind.IDS
             opts.filter_ids = ptr(keep)
             opts.filter_count = keep.shape[0]
