@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install bench clean format fuzz fuzz-build
 
 all: build
 
@@ -54,7 +54,11 @@ test-tsan: deps $(TSAN)/CMakeCache.txt
 test-rust: build
 	@if [ -x scripts/rust-check.sh ]; then MNEMO_LIB_DIR=$(CURDIR)/$(BUILD)/lib bash scripts/rust-check.sh $(CURDIR)/$(BUILD); fi
 
-test: test-cpp test-asan test-tsan test-rust
+# An install prefix used by out-of-tree C consumers (CMake package, pkg-config).
+test-install: build
+	JOBS=$(JOBS) bash scripts/install-consumer-test.sh $(BUILD)
+
+test: test-cpp test-asan test-tsan test-rust test-install
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
