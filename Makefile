@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel test-wheel bench clean format fuzz fuzz-build
 
 all: build
 
@@ -58,7 +58,11 @@ test-rust: build
 test-install: build
 	JOBS=$(JOBS) bash scripts/install-consumer-test.sh $(BUILD)
 
-test: test-cpp test-asan test-tsan test-rust test-install
+# Fresh venv, `pip install .`, import with no variable set, a search, uninstall.
+test-wheel:
+	bash scripts/wheel-test.sh
+
+test: test-cpp test-asan test-tsan test-rust test-install test-wheel
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
