@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel test-wheel bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel bench clean format fuzz fuzz-build
 
 all: build
 
