@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _cdefs
 from ._lib import check, lib
 from ._owned import OwnedHandle
 from .arrays import (aligned_zeros, as_data, as_ids, as_input, check_array,
@@ -96,6 +97,54 @@ class Store(OwnedHandle):
         store._handle = None
         store._adopt(runtime, handle.value)
         return store
+
+    @classmethod
+    def open_durable(cls, runtime: "Runtime", path: PathLike, dim: Optional[int] = None,
+                     dtype: Any = "f32", metric: Union[Metric, str, int] = "cosine", *,
+                     sync: str = "each_write",
+                     journal_path: Optional[PathLike] = None) -> "Store":
+        """Opens, or with `dim` creates, a durable store: a snapshot at `path`
+        plus a journal (default `path` + ".journal") to which every add,
+        remove and set_bias is appended before it returns
+        (mnemo_store_open_durable).
+
+        sync: "each_write" (fdatasync per write: survives a machine crash) or
+        "os" (survives a crash of the process). A damaged snapshot or journal
+        raises MnemoError(MNEMO_E_CORRUPT); a journal locked by another
+        process, or no store and no dim, MNEMO_E_IO."""
+        opts = lib.mnemo_durable_options_default()
+        policies = {"each_write": 0, "os": 1}
+        if sync not in policies:
+            raise ValueError(f"sync must be one of {sorted(policies)}, not {sync!r}")
+        opts.sync = policies[sync]
+        journal = None if journal_path is None else os.fsencode(journal_path)
+        opts.journal_path = journal
+        if dim is not None:
+            opts.dim = check_u64(dim, "dim")
+            opts.dtype = _parse_dtype(dtype)
+            opts.metric = parse_enum(metric, Metric, "metric")
+        handle = ctypes.c_void_p()
+        check(lib.mnemo_store_open_durable(runtime.handle, os.fsencode(path),
+                                           ctypes.byref(opts), ctypes.byref(handle)))
+        store = cls.__new__(cls)
+        store._handle = None
+        store._adopt(runtime, handle.value)
+        return store
+
+    def checkpoint(self) -> None:
+        """Durable store: writes a new snapshot and empties the journal
+        (mnemo_store_checkpoint); MNEMO_E_UNSUPPORTED on a plain store."""
+        check(lib.mnemo_store_checkpoint(self.handle))
+
+    def stats(self) -> Dict[str, int]:
+        """What the store holds (mnemo_store_stats): durable, vectors,
+        tombstones, slots, host_bytes, device_bytes, journal_records,
+        journal_bytes, sequence."""
+        out = _cdefs.StoreStatistics()
+        out.struct_size = ctypes.sizeof(out)
+        check(lib.mnemo_store_stats(self.handle, ctypes.byref(out)))
+        return {name: int(getattr(out, name)) for name, _ in out._fields_
+                if name != "struct_size"}
 
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""
