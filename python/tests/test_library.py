@@ -82,6 +82,8 @@ def test_struct_mirrors_match_library_sizes() -> None:
     assert lib.mnemo_search_options_default().struct_size == ctypes.sizeof(_cdefs.SearchOptions)
     assert (lib.mnemo_resample_options_default().struct_size
             == ctypes.sizeof(_cdefs.ResampleOptions))
+    assert (lib.mnemo_durable_options_default().struct_size
+            == ctypes.sizeof(_cdefs.DurableOptions))
     defaults = lib.mnemo_runtime_options_default()
     assert (defaults.backend, defaults.precision, defaults.validate) == (0, 0, 1)
 
