@@ -6,7 +6,7 @@ import ctypes
 import os
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -15,9 +15,9 @@ from ._lib import check, lib
 from ._owned import OwnedHandle
 from .enums import Backend, DType, Metric, Precision, Status, parse_enum
 from .errors import MnemoValueError
-
-if TYPE_CHECKING:
-    from .store import Store
+# One direction only: ops and store name Runtime for type checkers alone.
+from .ops import layer_norm, normalize_rows, resample, score_pairs, similarity
+from .store import Store
 
 
 @dataclass(frozen=True)
@@ -137,38 +137,32 @@ class Runtime(OwnedHandle):
     def store(self, dim: int, dtype: Union[DType, str, Any] = "f32",
               metric: Union[Metric, str, int] = "cosine") -> "Store":
         """A new empty Store on this runtime."""
-        from .store import Store
         return Store(self, dim, dtype, metric)
 
     def similarity(self, queries: np.ndarray, targets: np.ndarray,
                    metric: Union[Metric, str, int] = "cosine",
                    out: Optional[np.ndarray] = None) -> np.ndarray:
         """See mnemo.similarity."""
-        from .ops import similarity
         return similarity(self, queries, targets, metric, out=out)
 
     def score_pairs(self, table: np.ndarray, src: Any, tgt: Any,
                     metric: Union[Metric, str, int] = "cosine",
                     out: Optional[np.ndarray] = None) -> np.ndarray:
         """See mnemo.score_pairs."""
-        from .ops import score_pairs
         return score_pairs(self, table, src, tgt, metric, out=out)
 
     def resample(self, data: np.ndarray, src_times: np.ndarray, tgt_times: np.ndarray,
                  src_lengths: Any = None, tgt_lengths: Any = None,
                  out: Optional[np.ndarray] = None) -> np.ndarray:
         """See mnemo.resample."""
-        from .ops import resample
         return resample(self, data, src_times, tgt_times, src_lengths, tgt_lengths, out=out)
 
     def normalize_rows(self, x: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
         """See mnemo.normalize_rows."""
-        from .ops import normalize_rows
         return normalize_rows(self, x, out=out)
 
     def layer_norm(self, x: np.ndarray, gamma: Optional[np.ndarray] = None,
                    beta: Optional[np.ndarray] = None, eps: float = 1e-5,
                    out: Optional[np.ndarray] = None) -> np.ndarray:
         """See mnemo.layer_norm."""
-        from .ops import layer_norm
         return layer_norm(self, x, gamma, beta, eps, out=out)

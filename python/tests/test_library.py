@@ -96,3 +96,18 @@ def test_alloc_is_aligned() -> None:
         _lib.lib.mnemo_free(ptr)
     assert _lib.lib.mnemo_alloc(0, ctypes.byref(ptr)) == mnemo.Status.E_INVALID_ARGUMENT
     _lib.lib.mnemo_free(None)
+
+
+def test_no_import_cycle() -> None:
+    # runtime imports ops and store; they name Runtime for type checkers
+    # only (under TYPE_CHECKING), never at run time.
+    import ast
+    import os
+    import mnemo
+    pkg = os.path.dirname(mnemo.__file__)
+    for name in ("ops.py", "store.py", "arrays.py"):
+        tree = ast.parse(open(os.path.join(pkg, name)).read())
+        for node in tree.body:  # module level, outside `if TYPE_CHECKING:`
+            if isinstance(node, ast.ImportFrom):
+                assert node.module not in ("runtime", "ops", "store") or (
+                    name == "store.py" and node.module not in ("runtime", "store")), (name, node.module)
