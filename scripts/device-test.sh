@@ -155,6 +155,8 @@ run() {
   step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
   step "torch ops peer" 200 python3 bench/gpu/torch_ops_peer.py "$out/torch_ops.jsonl"
+  step "torch tensor search" 200 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" PYTHONPATH="$PWD/python" \
+    python3 bench/gpu/torch_tensor_search.py "$out/torch_tensor_search.jsonl"
   cat "$out/torch_ops.jsonl" >>"$out/torch_gpu.jsonl" 2>/dev/null
   grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"

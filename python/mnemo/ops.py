@@ -11,8 +11,9 @@ import numpy as np
 from ._lib import check, lib
 from .arrays import (as_data, as_ids, as_input, check_array, check_shape,
                      mnemo_dtype, output, ptr)
-from .enums import Metric, Status, parse_enum
+from .enums import DType, Metric, Status, parse_enum
 from .errors import MnemoTypeError, MnemoValueError
+from .tensors import DeviceArray, empty_like_framework, is_device_tensor, stream_of
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -38,11 +39,17 @@ def similarity(runtime: "Runtime", queries: Any, targets: Any,
         copy: inputs that are not aligned C-contiguous arrays of an accepted
             dtype are converted with one copy; False raises instead.
 
+    GPU tensors (torch, CuPy: both arguments) are scored on the device on
+    the producer's stream (mnemo_similarity_device); the result is a float32
+    tensor of the same framework and device.
+
     Returns:
         float32 [nq, n] (or [n] for a 1-D query), scores[i, j] =
         metric(queries[i], targets[j]).
     """
     m = parse_enum(metric, Metric, "metric")
+    if is_device_tensor(queries) or is_device_tensor(targets):
+        return _similarity_device(runtime, m, queries, targets)
     q = as_data(queries, "queries", [np.float32], (1, 2), copy)
     t = as_data(targets, "targets", DATA_DTYPES, 2, copy)
     q2 = q.reshape(1, -1) if q.ndim == 1 else q
@@ -54,6 +61,30 @@ def similarity(runtime: "Runtime", queries: Any, targets: Any,
     res = output(out, "out", (n,) if q.ndim == 1 else (nq, n), np.float32)
     check(lib.mnemo_similarity(runtime.handle, m, ptr(q2), nq, ptr(t),
                                mnemo_dtype(t), n, dim, ptr(res)))
+    return res
+
+
+def _similarity_device(runtime: "Runtime", m: int, queries: Any, targets: Any) -> Any:
+    """similarity() for GPU tensors: mnemo_similarity_device on the
+    producer's stream; the scores are a tensor of the queries' framework."""
+    for name, value in (("queries", queries), ("targets", targets)):
+        if not is_device_tensor(value):
+            raise MnemoTypeError(Status.E_DTYPE, f"{name} is in host memory while the other "
+                                 "argument is a GPU tensor; give both on the device")
+    q = DeviceArray(queries, "queries")
+    t = DeviceArray(targets, "targets")
+    if q.dtype != DType.F32 or len(q.shape) not in (1, 2):
+        raise MnemoTypeError(Status.E_DTYPE, "queries must be a float32 [nq, dim] or [dim] tensor")
+    if len(t.shape) != 2 or t.dtype not in (DType.F32, DType.F16, DType.BF16):
+        raise MnemoTypeError(Status.E_DTYPE,
+                             "targets must be a float32/float16/bfloat16 [n, dim] tensor")
+    nq, qdim = (1, q.shape[0]) if len(q.shape) == 1 else q.shape
+    n, dim = t.shape
+    if qdim != dim:
+        raise MnemoValueError(Status.E_SHAPE, f"queries have dimension {qdim}, targets {dim}")
+    res = empty_like_framework(q, (n,) if len(q.shape) == 1 else (nq, n), DType.F32)
+    check(lib.mnemo_similarity_device(runtime.handle, m, q.ptr, nq, t.ptr, t.dtype, n, dim,
+                                      DeviceArray(res, "scores").ptr, stream_of(q)))
     return res
 
 

@@ -15,6 +15,7 @@ from .arrays import (aligned_zeros, as_data, as_ids, as_input, check_array,
                      check_shape, check_u64, mnemo_dtype, output, ptr)
 from .enums import DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoTypeError, MnemoValueError
+from .tensors import DeviceArray, empty_like_framework, is_device_tensor, stream_of
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -309,13 +310,29 @@ class Store(OwnedHandle):
 
         Returns:
             (ids uint64, scores float32), each [nq, k] (or [k] for a 1-D
-            query), best first, ties broken by the smaller id.
+            query), best first, ties broken by the smaller id. Queries that
+            are a GPU tensor (torch, CuPy) are searched on the device on the
+            producer's current stream (mnemo_store_search_device; the store
+            must be held by that GPU) and the results are tensors of the same
+            framework on the same device; filters stay host arrays.
         """
-        q = as_data(queries, "queries", [np.float32], (1, 2), copy)
-        q2 = q.reshape(1, -1) if q.ndim == 1 else q
-        if q2.shape[1] != self.dim:
+        device = is_device_tensor(queries)
+        one = False
+        if device:
+            q: Any = DeviceArray(queries, "queries")
+            one = len(q.shape) == 1
+            nq, qdim = (1, q.shape[0]) if one else (q.shape + (0,))[:2]
+            if len(q.shape) not in (1, 2) or q.dtype != DType.F32:
+                raise MnemoTypeError(Status.E_DTYPE, "queries on the device must be a "
+                                     "float32 [nq, dim] or [dim] tensor")
+        else:
+            q = as_data(queries, "queries", [np.float32], (1, 2), copy)
+            one = q.ndim == 1
+            q = q.reshape(1, -1) if one else q
+            nq, qdim = q.shape
+        if qdim != self.dim:
             raise MnemoValueError(Status.E_SHAPE,
-                                  f"queries have dimension {q2.shape[1]}; the store has {self.dim}")
+                                  f"queries have dimension {qdim}; the store has {self.dim}")
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.apply_bias = 1 if apply_bias else 0
@@ -332,11 +349,18 @@ class Store(OwnedHandle):
             opts.filter_kind = FilterKind.SLOT_BITMAP
             opts.filter_bitmap = ptr(keep)
             opts.filter_count = count
-        nq = q2.shape[0]
-        shape = (k,) if q.ndim == 1 else (nq, k)
+        shape = (k,) if one else (nq, k)
+        if device:
+            # Outputs of the producer's framework, on its device and stream.
+            ids = empty_like_framework(q, shape, DType.U64)
+            scores = empty_like_framework(q, shape, DType.F32)
+            check(lib.mnemo_store_search_device(
+                self.handle, q.ptr, nq, k, ctypes.byref(opts),
+                DeviceArray(ids, "ids").ptr, DeviceArray(scores, "scores").ptr, stream_of(q)))
+            return ids, scores
         ids = output(out_ids, "out_ids", shape, np.uint64)
         scores = output(out_scores, "out_scores", shape, np.float32)
-        check(lib.mnemo_store_search(self.handle, ptr(q2), nq, k, ctypes.byref(opts),
+        check(lib.mnemo_store_search(self.handle, ptr(q), nq, k, ctypes.byref(opts),
                                      ptr(ids), ptr(scores)))
         return ids, scores
 
