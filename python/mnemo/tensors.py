@@ -8,6 +8,8 @@ torch tensor, cupy.cuda.get_current_stream() for CuPy, the default stream
 otherwise), and outputs are allocated by the producer's own framework on the
 same device, so results come back as that framework's tensors, ready in
 stream order like the framework's own kernels. Nothing waits on the host.
+Result ids are int64 tensors for torch (its index type; NO_ID reads as -1)
+and uint64 arrays for CuPy.
 """
 
 from __future__ import annotations
@@ -42,17 +44,16 @@ class DeviceArray:
     def __init__(self, obj: Any, name: str) -> None:
         self.obj = obj
         self.framework = _framework(obj)
-        if self.framework == "torch" and getattr(obj, "requires_grad", False):
-            obj = obj.detach()  # the interface refuses tensors needing grad
+        if self.framework == "torch":
+            self._from_torch(obj, name)
+            return
         try:
             cai = obj.__cuda_array_interface__
         except AttributeError:
             raise MnemoTypeError(Status.E_DTYPE, f"{name} exposes no __cuda_array_interface__")
         self.shape: Tuple[int, ...] = tuple(int(s) for s in cai["shape"])
         typestr = cai["typestr"]
-        if self.framework == "torch" and str(obj.dtype) == "torch.bfloat16":
-            self.dtype = DType.BF16
-        elif typestr in _TYPESTR:
+        if typestr in _TYPESTR:
             self.dtype = _TYPESTR[typestr]
         else:
             raise MnemoTypeError(Status.E_DTYPE, f"{name} has device dtype {typestr}")
@@ -68,7 +69,22 @@ class DeviceArray:
                                       f"{name} is not C-contiguous on the device "
                                       "(call .contiguous() first: a device copy)")
         self.ptr: int = int(cai["data"][0])
-        self.stream_hint = cai.get("stream")
+
+    def _from_torch(self, t: Any, name: str) -> None:
+        # The tensor's own attributes: its array interface knows neither
+        # bfloat16 nor uint64, and refuses tensors that require grad.
+        torch = sys.modules["torch"]
+        dtypes = {torch.float32: DType.F32, torch.float16: DType.F16,
+                  torch.bfloat16: DType.BF16, torch.int64: DType.U64}
+        if t.dtype not in dtypes:
+            raise MnemoTypeError(Status.E_DTYPE, f"{name} has device dtype {t.dtype}")
+        self.dtype = dtypes[t.dtype]
+        self.shape = tuple(int(s) for s in t.shape)
+        if not t.is_contiguous():
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                  f"{name} is not C-contiguous on the device "
+                                  "(call .contiguous() first: a device copy)")
+        self.ptr = int(t.data_ptr())
 
 
 def stream_of(t: DeviceArray) -> Optional[int]:
@@ -86,7 +102,8 @@ def empty_like_framework(t: DeviceArray, shape: Sequence[int], dtype: DType) -> 
     """An uninitialised output of the producer's framework on its device."""
     if t.framework == "torch":
         torch = sys.modules["torch"]
-        tdt = {DType.F32: torch.float32, DType.U64: torch.uint64}[dtype]
+        # ids as int64, torch's index type (NO_ID reads as -1).
+        tdt = {DType.F32: torch.float32, DType.U64: torch.int64}[dtype]
         return torch.empty(tuple(shape), dtype=tdt, device=t.obj.device)
     if t.framework == "cupy":
         cupy = sys.modules["cupy"]

@@ -129,3 +129,28 @@ def test_similarity_converts_and_strict(cpu_rt, rng: np.random.Generator) -> Non
     got = mnemo.similarity(cpu_rt, q, np.asfortranarray(t), "dot")
     want = q.astype(np.float32).astype(np.float64) @ t.astype(np.float32).astype(np.float64).T
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+class FakeDeviceArray:
+    """Only the CUDA array interface, as a GPU array of another library."""
+
+    def __init__(self, shape, typestr="<f4", strides=None) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "version": 3,
+                                         "data": (0x7000, False), "strides": strides}
+
+
+def test_device_array_interface_parsed_and_checked() -> None:
+    from mnemo.tensors import DeviceArray, is_device_tensor
+    a = DeviceArray(FakeDeviceArray((3, 8)), "queries")
+    assert is_device_tensor(FakeDeviceArray((3, 8))) and not is_device_tensor(np.zeros(3))
+    assert (a.shape, a.dtype, a.ptr) == ((3, 8), mnemo.DType.F32, 0x7000)
+    DeviceArray(FakeDeviceArray((3, 8), strides=(32, 4)), "queries")  # C order, explicit
+    with pytest.raises(ValueError, match="queries"):
+        DeviceArray(FakeDeviceArray((3, 8), strides=(4, 12)), "queries")
+    with pytest.raises(TypeError, match="queries"):
+        DeviceArray(FakeDeviceArray((3, 8), typestr="<f8"), "queries")
+
+
+def test_host_and_device_mixed_refused(cpu_rt, rng: np.random.Generator) -> None:
+    with pytest.raises(TypeError, match="targets"):
+        mnemo.similarity(cpu_rt, FakeDeviceArray((1, 8)), ref.randn(rng, (3, 8)))
