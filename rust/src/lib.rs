@@ -69,4 +69,4 @@ pub use error::{Error, Result, Status};
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeInfo};
-pub use store::{Filter, Hit, SearchOptions, Store, NO_ID};
+pub use store::{Filter, Hit, SearchOptions, Store, StoreStats, SyncPolicy, NO_ID};

@@ -232,3 +232,54 @@ fn stores_keep_their_runtime_alive() {
     );
     assert!(format!("{store:?}").contains("dim: 2"));
 }
+
+#[test]
+fn durable_store_reopens_after_writes_and_refuses_a_corrupt_journal() {
+    use mnemo::SyncPolicy;
+    let rt = Runtime::builder().cpu().build().unwrap();
+    let path = temp_path("durable");
+    let journal = std::path::PathBuf::from(format!("{}.journal", path.display()));
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&journal);
+    let err = Store::<f32>::open_durable(&rt, &path, None, SyncPolicy::Os).unwrap_err();
+    assert_eq!(err.status, Status::Io);
+
+    let mut rng = Rng::new(0xD00D);
+    let dim = 11;
+    let vectors = AlignedVec::from_slice(&rng.values(6 * dim));
+    let ids = AlignedVec::from_slice(&[3u64, 9, 27, 81, 243, 729]);
+    {
+        let store =
+            Store::<f32>::open_durable(&rt, &path, Some((dim, Metric::Dot)), SyncPolicy::Os)
+                .unwrap();
+        store.add(&ids, &vectors).unwrap();
+        store.remove(&ids[..1]).unwrap();
+        let stats = store.stats().unwrap();
+        assert!(stats.durable);
+        assert_eq!((stats.vectors, stats.journal_records), (5, 2));
+    }
+    {
+        let store = Store::<f32>::open_durable(&rt, &path, None, SyncPolicy::Os).unwrap();
+        assert_eq!(store.count().unwrap(), 5);
+        assert_eq!(
+            store.get(81).unwrap().as_slice(),
+            &vectors[3 * dim..4 * dim]
+        );
+        store.checkpoint().unwrap();
+        assert_eq!(store.stats().unwrap().journal_records, 0);
+        store.remove(&AlignedVec::from_slice(&[9u64])).unwrap();
+        store.remove(&AlignedVec::from_slice(&[27u64])).unwrap();
+    }
+    let mut bytes = std::fs::read(&journal).unwrap();
+    assert!(!bytes.is_empty());
+    let middle = bytes.len() / 3;
+    bytes[middle] ^= 0x5A;
+    std::fs::write(&journal, &bytes).unwrap();
+    let err = Store::<f32>::open_durable(&rt, &path, None, SyncPolicy::Os).unwrap_err();
+    assert_eq!(err.status, Status::Corrupt);
+    let plain = Store::<f32>::new(&rt, dim, Metric::Dot).unwrap();
+    assert_eq!(plain.checkpoint().unwrap_err().status, Status::Unsupported);
+    assert!(!plain.stats().unwrap().durable);
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&journal);
+}
