@@ -53,6 +53,7 @@ test-tsan: deps $(TSAN)/CMakeCache.txt
 
 test-rust: build
 	@if [ -x scripts/rust-check.sh ]; then MNEMO_LIB_DIR=$(CURDIR)/$(BUILD)/lib bash scripts/rust-check.sh $(CURDIR)/$(BUILD); fi
+	bash scripts/rust-package-check.sh $(CURDIR)/$(BUILD)/cargo-package
 
 # An install prefix used by out-of-tree C consumers (CMake package, pkg-config).
 test-install: build
