@@ -82,8 +82,15 @@ def test_struct_mirrors_match_library_sizes() -> None:
     assert lib.mnemo_search_options_default().struct_size == ctypes.sizeof(_cdefs.SearchOptions)
     assert (lib.mnemo_resample_options_default().struct_size
             == ctypes.sizeof(_cdefs.ResampleOptions))
-    assert (lib.mnemo_durable_options_default().struct_size
-            == ctypes.sizeof(_cdefs.DurableOptions))
+    durable = lib.mnemo_durable_options_default()
+    assert durable.struct_size == ctypes.sizeof(_cdefs.DurableOptions)
+    assert (durable.sync, durable.dim, durable.dtype, durable.metric) == (0, 0, 1, 1)
+    # A statistics struct smaller than the library's is refused.
+    store = mnemo.Store(mnemo.Runtime(backend="cpu"), 4)
+    small = _cdefs.StoreStatistics()
+    small.struct_size = 8
+    assert lib.mnemo_store_stats(store.handle, ctypes.byref(small)) == mnemo.Status.E_INVALID_ARGUMENT
+    store.close()
     defaults = lib.mnemo_runtime_options_default()
     assert (defaults.backend, defaults.precision, defaults.validate) == (0, 0, 1)
 
@@ -96,18 +103,3 @@ def test_alloc_is_aligned() -> None:
         _lib.lib.mnemo_free(ptr)
     assert _lib.lib.mnemo_alloc(0, ctypes.byref(ptr)) == mnemo.Status.E_INVALID_ARGUMENT
     _lib.lib.mnemo_free(None)
-
-
-def test_no_import_cycle() -> None:
-    # runtime imports ops and store; they name Runtime for type checkers
-    # only (under TYPE_CHECKING), never at run time.
-    import ast
-    import os
-    import mnemo
-    pkg = os.path.dirname(mnemo.__file__)
-    for name in ("ops.py", "store.py", "arrays.py"):
-        tree = ast.parse(open(os.path.join(pkg, name)).read())
-        for node in tree.body:  # module level, outside `if TYPE_CHECKING:`
-            if isinstance(node, ast.ImportFrom):
-                assert node.module not in ("runtime", "ops", "store") or (
-                    name == "store.py" and node.module not in ("runtime", "store")), (name, node.module)

@@ -39,6 +39,7 @@
 
 mod aligned;
 mod dtype;
+mod durable;
 mod error;
 mod ops;
 mod runtime;
@@ -65,8 +66,9 @@ pub mod sys;
 
 pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
+pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeInfo};
-pub use store::{Filter, Hit, SearchOptions, Store, StoreStats, SyncPolicy, NO_ID};
+pub use store::{Filter, Hit, SearchOptions, Store, NO_ID};

@@ -262,7 +262,7 @@ impl<T: Storage> Store<T> {
     }
 
     /// Takes ownership of a fresh handle and reads its shape.
-    fn wrap(rt: &Runtime, out: *mut sys::mnemo_store) -> Result<Self> {
+    pub(crate) fn wrap(rt: &Runtime, out: *mut sys::mnemo_store) -> Result<Self> {
         let ptr = NonNull::new(out).ok_or_else(|| {
             Error::new(Status::Internal, "the library returned OK without a store")
         })?;
@@ -289,7 +289,7 @@ impl<T: Storage> Store<T> {
         Ok(store)
     }
 
-    fn stored_dtype(&self) -> Result<Option<DType>> {
+    pub(crate) fn stored_dtype(&self) -> Result<Option<DType>> {
         let mut dtype = OutScalar(0i32);
         // SAFETY: live store; dtype is a valid place, the others may be NULL.
         check(unsafe {
@@ -303,7 +303,7 @@ impl<T: Storage> Store<T> {
         Ok(DType::from_code(dtype.0))
     }
 
-    fn raw(&self) -> *mut sys::mnemo_store {
+    pub(crate) fn raw(&self) -> *mut sys::mnemo_store {
         self.ptr.as_ptr()
     }
 
@@ -676,128 +676,7 @@ impl<T: Storage> Store<T> {
     }
 }
 
-/// When a durable store's journal writes reach the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SyncPolicy {
-    /// `fdatasync` before each write returns: survives a machine crash.
-    #[default]
-    EachWrite,
-    /// Written at once, flushed by the OS: survives a crash of the process.
-    Os,
-}
-
-/// What a store holds ([`Store::stats`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StoreStats {
-    /// Opened by [`Store::open_durable`].
-    pub durable: bool,
-    /// Live vectors.
-    pub vectors: u64,
-    /// Removed slots not yet compacted away.
-    pub tombstones: u64,
-    /// Slots (live and removed).
-    pub slots: u64,
-    /// Host memory of vectors, norms, biases and the id index.
-    pub host_bytes: u64,
-    /// Device memory of the GPU copy (0 without one).
-    pub device_bytes: u64,
-    /// Writes journaled since the last snapshot.
-    pub journal_records: u64,
-    /// Size of the journal file.
-    pub journal_bytes: u64,
-    /// Number of the last journaled write.
-    pub sequence: u64,
-}
-
-impl<T: Storage> Store<T> {
-    /// Opens the durable store whose snapshot is at `path` (journal beside
-    /// it, `path` + ".journal"), or creates it with `create = Some((dim,
-    /// metric))` when no snapshot exists. Every add, remove and set_bias is
-    /// journaled before it returns. A damaged snapshot or journal is
-    /// [`Status::Corrupt`]; no store and no `create`, or a journal held by
-    /// another process, [`Status::Io`].
-    ///
-    /// ```
-    /// use mnemo::{AlignedVec, Metric, Runtime, Store, SyncPolicy};
-    /// let rt = Runtime::builder().cpu().build()?;
-    /// let path = std::env::temp_dir().join(format!("mnemo-durable-doc-{}", std::process::id()));
-    /// let store = Store::<f32>::open_durable(&rt, &path, Some((2, Metric::Dot)), SyncPolicy::Os)?;
-    /// store.add(&AlignedVec::from_slice(&[4u64]), &AlignedVec::from_slice(&[1.0, 2.0]))?;
-    /// assert_eq!(store.stats()?.journal_records, 1);
-    /// store.checkpoint()?;
-    /// assert_eq!(store.stats()?.journal_records, 0);
-    /// # drop(store);
-    /// # std::fs::remove_file(&path).ok();
-    /// # std::fs::remove_file(path.with_extension("journal")).ok();
-    /// # Ok::<(), mnemo::Error>(())
-    /// ```
-    pub fn open_durable(
-        rt: &Runtime,
-        path: impl AsRef<Path>,
-        create: Option<(usize, Metric)>,
-        sync: SyncPolicy,
-    ) -> Result<Self> {
-        let c_path = path_to_c(path.as_ref())?;
-        // SAFETY: plain function returning a struct by value.
-        let mut opts = unsafe { sys::mnemo_durable_options_default() };
-        opts.sync = match sync {
-            SyncPolicy::EachWrite => sys::MNEMO_SYNC_EACH_WRITE as i32,
-            SyncPolicy::Os => sys::MNEMO_SYNC_OS as i32,
-        };
-        if let Some((dim, metric)) = create {
-            opts.dim = dim as u64;
-            opts.dtype = T::DTYPE.code();
-            opts.metric = metric.code();
-        }
-        let mut out: *mut sys::mnemo_store = std::ptr::null_mut();
-        // SAFETY: live runtime, NUL-terminated path, initialised options, valid out place.
-        check(unsafe {
-            sys::mnemo_store_open_durable(rt.ptr(), c_path.as_ptr(), &opts, &mut out)
-        })?;
-        let store = Self::wrap(rt, out)?;
-        let stored = store.stored_dtype()?;
-        if stored != Some(T::DTYPE) {
-            return Err(Error::new(
-                Status::Dtype,
-                format!(
-                    "{}: the store holds {stored:?} vectors, not {:?}",
-                    path.as_ref().display(),
-                    T::DTYPE
-                ),
-            ));
-        }
-        Ok(store)
-    }
-
-    /// Durable store: writes a new snapshot and empties the journal
-    /// ([`Status::Unsupported`] on a store that is not durable).
-    pub fn checkpoint(&self) -> Result<()> {
-        // SAFETY: live store; the library serialises it with other writes.
-        check(unsafe { sys::mnemo_store_checkpoint(self.raw()) })
-    }
-
-    /// What the store holds, and its journal's state.
-    pub fn stats(&self) -> Result<StoreStats> {
-        // SAFETY: an all-zero statistics struct is a valid value.
-        let mut raw: sys::mnemo_store_statistics = unsafe { std::mem::zeroed() };
-        raw.struct_size = std::mem::size_of::<sys::mnemo_store_statistics>() as u32;
-        // SAFETY: live store; raw is a valid place with struct_size set.
-        check(unsafe { sys::mnemo_store_stats(self.raw(), &mut raw) })?;
-        Ok(StoreStats {
-            durable: raw.durable != 0,
-            vectors: raw.vectors,
-            tombstones: raw.tombstones,
-            slots: raw.slots,
-            host_bytes: raw.host_bytes,
-            device_bytes: raw.device_bytes,
-            journal_records: raw.journal_records,
-            journal_bytes: raw.journal_bytes,
-            sequence: raw.sequence,
-        })
-    }
-}
-
-fn path_to_c(path: &Path) -> Result<CString> {
+pub(crate) fn path_to_c(path: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes = {
         use std::os::unix::ffi::OsStrExt;
