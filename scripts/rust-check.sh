@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
-# The Rust half of `make test`: formatting, lints, the crate package, every
-# test (unit, integration, doc) and the docs of the `mnemo` crate.
-#
-# `cargo package` packs the crate and builds the packed copy alone, with the
-# bundled C++ sources (MNEMO_LIB_DIR unset, CUDA module off: the Rust side
-# does not change with it), which proves the include list complete. The tests
-# then run from that packed copy, against the already-built library of
-# BUILD_DIR (with its CUDA module where one was built).
+# The Rust half of `make test`: formatting, lints, every test (unit,
+# integration, doc) and the docs of the `mnemo` crate, against an
+# already-built library.
 #
 # Usage: scripts/rust-check.sh [BUILD_DIR]
 #   BUILD_DIR  a CMake build folder holding the built `mnemo` target
@@ -58,16 +53,7 @@ step() {
 }
 step cargo fmt --check
 step cargo clippy --all-targets -- -D warnings
-# No crates.io here and no dependencies: --offline. --allow-dirty: the check
-# runs on working trees too.
-step env -u MNEMO_LIB_DIR MNEMO_CUDA=OFF cargo package --offline --allow-dirty
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-packed=$CARGO_TARGET_DIR/package/mnemo-$version
-if [ ! -f "$packed/Cargo.toml" ]; then
-  echo "rust-check: cargo package left no unpacked crate at $packed" >&2
-  exit 1
-fi
-step cargo test --offline --manifest-path "$packed/Cargo.toml"
+step cargo test
 export RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -Dwarnings"
 step cargo doc --no-deps
 echo "rust-check: all Rust checks passed (MNEMO_LIB_DIR=$MNEMO_LIB_DIR)"
