@@ -9,6 +9,10 @@
 # first run compiles; the CUDA module, built when nvcc is found, is limited
 # to $MNEMO_WHEEL_CUDA_ARCHS (default 90-real; MNEMO_WHEEL_CUDA=OFF skips it).
 # pip fetches scikit-build-core (pinned in pyproject.toml) and numpy.
+# What is installed is a copy of the files git tracks (or would track), as
+# they are in the working tree, at a fixed path ($build_dir-src, so the kept
+# build folder stays valid; tar keeps the times, so unchanged files are not
+# rebuilt): build folders and stray files in the checkout are not swept in.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${MNEMO_WHEEL_BUILD_DIR:-$root/build-wheel}
@@ -18,8 +22,14 @@ trap 'rm -rf "$venv"' EXIT
 unset MNEMO_LIBRARY MNEMO_LIB_DIR PYTHONPATH
 
 start=$(date +%s)
+src=$build_dir-src
+rm -rf "$src"
+mkdir -p "$src"
+(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+  while IFS= read -r -d '' f; do if [ -f "$f" ]; then printf '%s\0' "$f"; fi; done |
+  tar --null -T - -cf -) | tar -xf - -C "$src"
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$root" \
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$src" \
   -C build-dir="$build_dir" \
   -C cmake.define.MNEMO_CUDA="${MNEMO_WHEEL_CUDA:-AUTO}" \
   -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${MNEMO_WHEEL_CUDA_ARCHS:-90-real}"
