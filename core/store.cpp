@@ -271,8 +271,8 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
   search_locked(queries, nq, k, allow_ptr, apply_bias, &be == home_, out_ids, out_scores);
 }
 
-void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr,
-                          bool apply_bias, bool on_home, uint64_t* out_ids, float* out_scores) const {
+void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr, bool apply_bias,
+                          bool on_home, uint64_t* out_ids, float* out_scores) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;

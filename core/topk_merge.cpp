@@ -37,8 +37,9 @@ void topk_merge(Metric metric, uint64_t parts, uint64_t nq, uint64_t k_in, const
     std::sort(cand.begin(), cand.end(), [](const Entry& a, const Entry& b) {
       return a.hit.id != b.hit.id ? a.hit.id < b.hit.id : better(a.hit, b.hit);
     });
-    cand.erase(std::unique(cand.begin(), cand.end(), [](const Entry& a, const Entry& b) { return a.hit.id == b.hit.id; }),
-               cand.end());
+    cand.erase(
+        std::unique(cand.begin(), cand.end(), [](const Entry& a, const Entry& b) { return a.hit.id == b.hit.id; }),
+        cand.end());
     const size_t n = static_cast<size_t>(std::min<uint64_t>(k_out, cand.size()));
     std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(n), cand.end(),
                       [](const Entry& a, const Entry& b) { return better(a.hit, b.hit); });

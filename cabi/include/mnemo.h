@@ -455,8 +455,8 @@ typedef struct mnemo_store_statistics {
   uint64_t journal_bytes;   /* size of the journal file */
   uint64_t sequence;        /* number of the last journaled write */
   /* Sharding (absent from a struct_size that ends before them). */
-  uint32_t shards;                         /* shards of the store; 1 = unsharded */
-  uint32_t reserved1;                      /* zero */
+  uint32_t shards;                          /* shards of the store; 1 = unsharded */
+  uint32_t reserved1;                       /* zero */
   uint64_t shard_vectors[MNEMO_MAX_SHARDS]; /* live vectors of each shard */
 } mnemo_store_statistics;
 
@@ -505,9 +505,8 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
    output overlapping an input or the other output), OVERFLOW. Nothing is
    written on error.
    Thread safety: a pure function; any thread, concurrently. */
-MNEMO_API mnemo_status mnemo_topk_merge(int32_t metric, uint64_t n_lists, uint64_t nq, uint64_t k,
-                                        const uint64_t* ids, const float* scores, uint64_t* out_ids,
-                                        float* out_scores);
+MNEMO_API mnemo_status mnemo_topk_merge(int32_t metric, uint64_t n_lists, uint64_t nq, uint64_t k, const uint64_t* ids,
+                                        const float* scores, uint64_t* out_ids, float* out_scores);
 
 /* ------------------------------------------------------------------------ */
 /* Pair scoring                                                              */

@@ -9,9 +9,8 @@ using namespace mnemo;
 
 extern "C" {
 
-MNEMO_API mnemo_status mnemo_topk_merge(int32_t metric, uint64_t n_lists, uint64_t nq, uint64_t k,
-                                        const uint64_t* ids, const float* scores, uint64_t* out_ids,
-                                        float* out_scores) {
+MNEMO_API mnemo_status mnemo_topk_merge(int32_t metric, uint64_t n_lists, uint64_t nq, uint64_t k, const uint64_t* ids,
+                                        const float* scores, uint64_t* out_ids, float* out_scores) {
   return cabi::guarded("mnemo_topk_merge", [&] {
     const Metric m = cabi::metric_of(metric);
     cabi::need_positive(k, "k");

@@ -77,8 +77,8 @@ MNEMO_API mnemo_status mnemo_runtime_create(const mnemo_runtime_options* opts, m
         const int32_t d = o.device_ids ? o.device_ids[i] : static_cast<int32_t>(i);
         if (d < 0) fail(Code::out_of_range, "opts->device_ids[" + std::to_string(i) + "] is negative");
         if (std::find(ro.devices.begin(), ro.devices.end(), d) != ro.devices.end())
-          fail(Code::invalid_argument, "opts->device_ids[" + std::to_string(i) + "] = " + std::to_string(d) +
-                                           " is repeated");
+          fail(Code::invalid_argument,
+               "opts->device_ids[" + std::to_string(i) + "] = " + std::to_string(d) + " is repeated");
         ro.devices.push_back(d);
       }
     }

@@ -86,7 +86,8 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
     o.journal_bytes = st.journal_bytes;
     o.sequence = st.seq;
     o.shards = static_cast<uint32_t>(st.shard_vectors.size());
-    for (size_t i = 0; i < st.shard_vectors.size() && i < MNEMO_MAX_SHARDS; ++i) o.shard_vectors[i] = st.shard_vectors[i];
+    for (size_t i = 0; i < st.shard_vectors.size() && i < MNEMO_MAX_SHARDS; ++i)
+      o.shard_vectors[i] = st.shard_vectors[i];
     // Only the prefix both this library and the caller know.
     std::memcpy(out, &o, std::min<size_t>(out->struct_size, sizeof o));
   });
