@@ -87,7 +87,7 @@ extern "C" {
 /* Most shards of one store (see "Sharded stores and the top-k merge"). */
 #define MNEMO_MAX_SHARDS 64
 /* mnemo_runtime_options.device_count: every visible CUDA device. */
-#define MNEMO_ALL_DEVICES UINT32_MAX
+#define MNEMO_ALL_DEVICES 0xFFFFFFFFu
 
 #if defined(_WIN32)
 #define MNEMO_API
