@@ -188,12 +188,15 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
       }
       if (small) launch_merge(cand, n, cand_stride, kc, s.ids, lists + q0 * kc, st);
     }
-    if (rescore) {
-      launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
-      if (!small) {
-        const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
-        sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx.scratch(tb), tb, st);
-      }
+  }
+  // Also after the exact-keys fallback that a large store takes instead of
+  // the GEMM path: every batch of queries then ends with the same per-row
+  // kernel's keys, whichever path the store's size chose.
+  if (rescore) {
+    launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
+    if (!small) {
+      const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
+      sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx.scratch(tb), tb, st);
     }
   }
   const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(k, kc));

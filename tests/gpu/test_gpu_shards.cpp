@@ -168,6 +168,12 @@ const Case kCases[] = {
     {MNEMO_DTYPE_BF16, MNEMO_METRIC_L2SQ, MNEMO_PRECISION_EXACT, 10007, 65, 64, 10, 0},
     {MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, MNEMO_PRECISION_EXACT, 9001, 127, 40, 3000, 0},
     {MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, MNEMO_PRECISION_FAST, 50021, 256, 500, 10, 8u << 20},
+    // Shards smaller than k: the whole store selects over every key, a
+    // shard takes the fused scan.
+    {MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, MNEMO_PRECISION_EXACT, 1001, 200, 2, 300, 0},
+    // The whole store is past the workspace for the GEMM path (exact keys of
+    // every slot), its shards are not.
+    {MNEMO_DTYPE_F16, MNEMO_METRIC_DOT, MNEMO_PRECISION_EXACT, 150001, 64, 20, 300, 8u << 20},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuShards, ::testing::ValuesIn(kCases), case_name);

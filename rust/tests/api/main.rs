@@ -8,6 +8,7 @@ mod common;
 mod aligned_vec;
 mod alignment;
 mod errors;
+mod merge;
 mod runtime;
 mod store;
 mod threads;
