@@ -1,10 +1,11 @@
 // A sharded store: one sub-store per shard (a GPU each, or N on the CPU),
 // under the parent's lock and journal. New ids go to the shard holding the
 // fewest memories, so shards stay balanced by count; every other call is
-// routed to the shard holding the id. A search runs on every shard at once
-// (a host thread per shard beyond the first; a GPU shard uses its own
-// device's stream and waits only for itself) and the per-shard lists are
-// merged by topk_merge. Each row's score is computed by the same kernel as
+// routed to the shard holding the id; an add runs on every shard at once (a
+// host thread per shard beyond the first). A search on GPU shards runs on all
+// at once the same way, each shard on its own device's stream waiting only
+// for itself; CPU shards are searched in turn with the whole thread team.
+// The per-shard lists are merged by topk_merge. Each row's score is computed by the same kernel as
 // in an unsharded store and does not depend on the shard's size, and ids
 // are unique across shards, so the merged result equals an unsharded
 // store's bit for bit, ties included.
@@ -26,8 +27,11 @@ namespace {
 
 // Runs fn(i) for i in [0, n): i > 0 on their own threads, 0 on the caller's;
 // the first failure (by shard order) is rethrown after all have finished.
+// With `threaded` false all run on the caller's thread, one after another.
 template <class Fn>
-void for_each_shard(size_t n, const std::vector<char>& busy, Fn fn) {
+void for_each_shard(size_t n, const std::vector<char>& busy, bool threaded, Fn fn) {
+  // A single busy shard needs no thread of its own.
+  if (std::count(busy.begin(), busy.end(), 1) < 2) threaded = false;
   std::vector<std::exception_ptr> errs(n);
   std::vector<std::thread> threads;
   auto one = [&](size_t i) {
@@ -38,7 +42,12 @@ void for_each_shard(size_t n, const std::vector<char>& busy, Fn fn) {
     }
   };
   for (size_t i = 1; i < n; ++i)
-    if (busy[i]) threads.emplace_back(one, i);
+    if (busy[i]) {
+      if (threaded)
+        threads.emplace_back(one, i);
+      else
+        one(i);
+    }
   if (n > 0 && busy[0]) one(0);
   for (auto& t : threads) t.join();
   for (auto& e : errs)
@@ -90,7 +99,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
   const size_t in_row = dim_ * dtype_size(vdt);
   // Each shard gathers its rows and adds them on its own thread (the device
   // uploads of a GPU shard overlap the others').
-  for_each_shard(n, busy, [&](size_t s) {
+  for_each_shard(n, busy, true, [&](size_t s) {
     const std::vector<uint64_t>& r = rows[s];
     AlignedBuffer v;
     v.resize(r.size() * in_row);
@@ -166,7 +175,11 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
   std::vector<uint64_t> ids(checked_mul(per, n, "nq * k * shards"));
   std::vector<float> scores(ids.size());
   std::vector<char> busy(n, 1);
-  for_each_shard(n, busy, [&](size_t s) {
+  // GPU shards search concurrently, each thread waiting only for its own
+  // device; CPU shards take turns on the caller's thread, each with the whole
+  // OpenMP team (threads of their own would only compete for the cores).
+  const bool gpu = on_home && home_ != &rt_.cpu();
+  for_each_shard(n, busy, gpu, [&](size_t s) {
     const Store& sh = *shards_[s];
     sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), apply_bias, on_home,
                      ids.data() + s * per, scores.data() + s * per);

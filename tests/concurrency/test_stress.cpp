@@ -75,22 +75,24 @@ bool matches(const Ranked& r, const uint64_t* ids, const float* scores) {
   return true;
 }
 
-TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) {
+// shards > 1: the store is sharded on the CPU (cpu_shards), so the routing
+// of writes and the per-shard search threads face the same race.
+void stress(uint32_t shards) {
   auto rng = mt::rng_for_test();
+  mnemo_runtime_options ro = mt::test_options();
+  ro.cpu_shards = shards;
 #ifdef MNEMO_UNDER_TSAN
   // libgomp is not instrumented: one search thread keeps OpenMP out of the
   // picture, so every report is about mnemo's own locking.
-  mnemo_runtime_options ro = mt::test_options();
   ro.num_threads = 1;
-  mt::RuntimePtr own = mt::make_runtime(ro);
-  mnemo_runtime* rt = own.get();
   const double seconds = 3.0;
   const size_t max_versions = 4000;
 #else
-  mnemo_runtime* rt = mt::rt();
   const double seconds = 2.0;
   const size_t max_versions = 40000;
 #endif
+  mt::RuntimePtr own = shards > 1 || ro.num_threads == 1 ? mt::make_runtime(ro) : nullptr;
+  mnemo_runtime* rt = own ? own.get() : mt::rt();
   auto s = mt::make_store(kDim, MNEMO_DTYPE_F32, kMetric, rt);
   ASSERT_TRUE(s);
   auto draw = [&](std::vector<float>& v) {
@@ -202,5 +204,9 @@ TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) {
       static_cast<unsigned long long>(version.load()), static_cast<unsigned long long>(adds.load()),
       static_cast<unsigned long long>(upserts.load()), static_cast<unsigned long long>(removes.load()));
 }
+
+TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) { stress(1); }
+
+TEST(Stress, ShardedStoreSearchesSeeOneVersionWhileAWriterWrites) { stress(3); }
 
 }  // namespace
