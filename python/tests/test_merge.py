@@ -75,3 +75,27 @@ def test_merge_errors():
         mnemo.topk_merge([a], [np.zeros((2, 4), np.float32)], "dot")
     with pytest.raises(ValueError):
         mnemo.topk_merge([a], [s], "hamming")
+
+
+def test_sharded_cpu_runtime_matches_unsharded():
+    rng = np.random.default_rng(11)
+    dim, n = 9, 500
+    vecs = mnemo.aligned_array(rng.uniform(-1, 1, size=(n, dim)), np.float32)
+    ids = mnemo.aligned_array(rng.choice(10**6, size=n, replace=False), np.uint64)
+    q = mnemo.aligned_array(rng.uniform(-1, 1, size=(5, dim)), np.float32)
+    with mnemo.Runtime(backend="cpu", threads=1) as one, \
+            mnemo.Runtime(backend="cpu", threads=1, shards=3) as many:
+        info = many.info()
+        assert info.shards == 3 and info.devices == ()
+        assert one.info().shards == 1
+        a, b = mnemo.Store(one, dim, metric="l2sq"), mnemo.Store(many, dim, metric="l2sq")
+        a.add(ids, vecs)
+        b.add(ids, vecs)
+        for k in (1, 8, n + 2):
+            ra, rb = a.search(q, k), b.search(q, k)
+            assert np.array_equal(ra[0], rb[0])
+            assert np.array_equal(ra[1].view(np.uint32), rb[1].view(np.uint32))
+    with pytest.raises(mnemo.MnemoError):
+        mnemo.Runtime(backend="cpu", shards=1000)
+    with pytest.raises(mnemo.MnemoError):
+        mnemo.Runtime(devices="some")
