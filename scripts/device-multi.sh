@@ -35,6 +35,8 @@ case "$mode" in
     cat "$out/multi-bench.txt" >>"$log"
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$log" | tail -n 20
     echo "tests: rc=$tests_rc  benchmark: rc=$bench_rc"
+    # Markdown table against the goals, and the scaling plot where matplotlib is.
+    [ -s "$out/multi-gpu.jsonl" ] && python3 bench/gpu/multi_report.py "$out/multi-gpu.jsonl" "$out" >/dev/null 2>&1
     # The benchmark's table comes last.
     sed -n '/^bench /,$p' "$out/multi-bench.txt"
     ;;
