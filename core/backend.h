@@ -14,7 +14,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 2;
+constexpr int32_t kModuleInterfaceVersion = 3;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -28,14 +28,6 @@ struct BackendConfig {
   uint64_t workspace_bytes = 0;
 };
 
-struct SimilarityArgs {
-  Metric metric = Metric::cosine;
-  const float* queries = nullptr;  // [nq x targets.cols]
-  uint64_t nq = 0;
-  MatrixView targets;
-  float* scores = nullptr;  // [nq x targets.rows]
-};
-
 // Where the buffers of a call live. Device memory comes with the caller's
 // stream; content checks (indices, lengths, sorted times, and non-finite
 // values when `validate`) are then the backend's job, as the host cannot
@@ -44,6 +36,15 @@ struct Placement {
   bool on_device = false;
   void* stream = nullptr;  // cudaStream_t of the caller
   bool validate = true;
+};
+
+struct SimilarityArgs {
+  Placement place;
+  Metric metric = Metric::cosine;
+  const float* queries = nullptr;  // [nq x targets.cols]
+  uint64_t nq = 0;
+  MatrixView targets;
+  float* scores = nullptr;  // [nq x targets.rows]
 };
 
 struct PairsArgs {
@@ -94,6 +95,7 @@ class StoreMirror {
 };
 
 struct SearchArgs {
+  Placement place;  // queries, ids and scores on the device with a stream
   const StoreView* store = nullptr;
   const StoreMirror* mirror = nullptr;  // this backend's mirror, or null
   const float* queries = nullptr;       // [nq x dim]

@@ -248,9 +248,14 @@ void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t c
 }
 
 void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-                   uint64_t* out_ids, float* out_scores) const {
+                   uint64_t* out_ids, float* out_scores, const Placement& place) const {
   auto lock = read_lock();
-  if (!shards_.empty()) return sharded_search(queries, nq, k, filter, apply_bias, out_ids, out_scores);
+  if (!shards_.empty()) {
+    // Queries and results on one device cannot serve shards on several.
+    if (place.on_device)
+      fail(Code::unsupported, "device-pointer search of a store sharded over several devices (use host buffers)");
+    return sharded_search(queries, nq, k, filter, apply_bias, out_ids, out_scores);
+  }
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;
   const uint64_t* allow_ptr = nullptr;
@@ -267,17 +272,22 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
     }
     allow_ptr = allow.data();
   }
-  Backend& be = rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
-  search_locked(queries, nq, k, allow_ptr, apply_bias, &be == home_, out_ids, out_scores);
+  Backend& be = place.on_device ? rt_.device_backend(Op::search)
+                                : rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  search_locked(queries, nq, k, allow_ptr, apply_bias, &be == home_, out_ids, out_scores, place);
 }
 
 void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr, bool apply_bias,
-                          bool on_home, uint64_t* out_ids, float* out_scores) const {
+                          bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;
   a.store = &v;
   a.mirror = on_home ? mirror_.get() : nullptr;
+  if (place.on_device && a.mirror == nullptr)
+    fail(Code::backend_unavailable, "device pointers need a store held by the GPU; this one is in host memory");
+  a.place = place;
+  a.place.validate = rt_.validate();
   a.queries = queries;
   a.nq = nq;
   a.k = k;

@@ -69,8 +69,10 @@ class Store {
   // Throws not_found (naming the position) before changing any bias.
   void set_bias(const uint64_t* ids, const float* biases, uint64_t count);
   // Throws shape for a bitmap of the wrong length, before writing anything.
+  // With place.on_device, queries and outputs are device pointers and the
+  // store must be held by the runtime's GPU (backend_unavailable otherwise).
   void search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-              uint64_t* out_ids, float* out_scores) const;
+              uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
 
   StoreContents snapshot() const;
   StoreStats stats() const;
@@ -92,7 +94,7 @@ class Store {
   // Searches with the caller's bitmap (or none) on this store's own backend
   // (on_home) or the CPU, without taking the lock (the caller holds it).
   void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, bool apply_bias,
-                     bool on_home, uint64_t* out_ids, float* out_scores) const;
+                     bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
   // The sharded forms of the calls above (store_shards.cpp), under the
   // parent's lock; the parent's journal records each write once.
   void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count);

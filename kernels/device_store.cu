@@ -9,6 +9,53 @@ DeviceStore::DeviceStore(ContextPool& pool, const StoreView& v)
   if (v.slots > 0) update(v, 0, v.slots);
 }
 
+DeviceStore::~DeviceStore() {
+  // Destruction runs outside the exception barrier: errors are ignored.
+  for (cudaEvent_t e : readers_) {
+    cudaEventSynchronize(e);
+    cudaEventDestroy(e);
+  }
+  for (cudaEvent_t e : spare_) cudaEventDestroy(e);
+}
+
+void DeviceStore::add_reader(cudaStream_t st) const {
+  std::lock_guard<std::mutex> lock(readers_mu_);
+  // Keep the list short under a long run of searches between writes.
+  if (readers_.size() >= 64) {
+    auto done = [](cudaEvent_t e) { return cudaEventQuery(e) == cudaSuccess; };
+    for (auto it = readers_.begin(); it != readers_.end();) {
+      if (done(*it)) {
+        spare_.push_back(*it);
+        it = readers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  cudaEvent_t e = nullptr;
+  if (spare_.empty()) {
+    MNEMO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  } else {
+    e = spare_.back();
+    spare_.pop_back();
+  }
+  const cudaError_t rc = cudaEventRecord(e, st);
+  if (rc != cudaSuccess) {
+    spare_.push_back(e);
+    MNEMO_CUDA_CHECK(rc);
+  }
+  readers_.push_back(e);
+}
+
+void DeviceStore::wait_readers() {
+  std::lock_guard<std::mutex> lock(readers_mu_);
+  while (!readers_.empty()) {
+    MNEMO_CUDA_CHECK(cudaEventSynchronize(readers_.back()));
+    spare_.push_back(readers_.back());
+    readers_.pop_back();
+  }
+}
+
 void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
   // Geometric growth keeps re-uploads amortised; the copy of old rows stays
   // on the device.
@@ -31,6 +78,7 @@ void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
 }
 
 void DeviceStore::update(const StoreView& v, uint64_t first, uint64_t count) {
+  wait_readers();
   auto ctx = pool_.acquire();
   if (v.slots > cap_) grow(v.slots, *ctx);
   slots_ = v.slots;

@@ -4,6 +4,9 @@
 // biases per slot. Updated in place from the host store's dirty range.
 #pragma once
 
+#include <mutex>
+#include <vector>
+
 #include "core/backend.h"
 #include "cuda_util.cuh"
 #include "exec_context.h"
@@ -13,7 +16,13 @@ namespace mnemo::cuda {
 class DeviceStore final : public StoreMirror {
  public:
   DeviceStore(ContextPool& pool, const StoreView& view);
+  ~DeviceStore() override;
+  DeviceStore(const DeviceStore&) = delete;
+  DeviceStore& operator=(const DeviceStore&) = delete;
   void update(const StoreView& view, uint64_t first, uint64_t count) override;
+  // A search queued on a caller's stream reads this mirror after its call
+  // returns; the next update waits for it (and every other such reader).
+  void add_reader(cudaStream_t st) const;
 
   const void* vectors() const { return vectors_.get(); }
   const uint64_t* ids() const { return ids_.get<uint64_t>(); }
@@ -26,12 +35,15 @@ class DeviceStore final : public StoreMirror {
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);
+  void wait_readers();
   ContextPool& pool_;
   DType dtype_;
   uint64_t dim_, ld_;
   size_t esz_;
   uint64_t slots_ = 0, cap_ = 0;
   DeviceBuffer vectors_, ids_, norms_, biases_;
+  mutable std::mutex readers_mu_;
+  mutable std::vector<cudaEvent_t> readers_, spare_;  // recorded / free events
 };
 
 }  // namespace mnemo::cuda

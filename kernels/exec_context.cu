@@ -19,6 +19,8 @@ ExecContext::ExecContext(int dev) : device(dev) {
     check_blas(s, "cublasCreate");
   }
   check_blas(cublasSetStream(blas, stream), "cublasSetStream");
+  counters.reserve(kCounterWords * 4);
+  MNEMO_CUDA_CHECK(cudaMemsetAsync(counters.get(), 0, kCounterWords * 4, stream));
   MNEMO_CUDA_CHECK(cudaEventCreateWithFlags(&last_use, cudaEventDisableTiming));
   // Recorded once so every wait on it is well defined.
   MNEMO_CUDA_CHECK(cudaEventRecord(last_use, stream));

@@ -63,6 +63,10 @@ struct ExecContext {
   DeviceBuffer checks;  // first-offending positions of device content checks
   PinnedBuffer checks_host;
   cudaEvent_t last_use = nullptr;  // the last work that used these buffers
+  // Zeroed words for kernels whose last block to finish does the final step
+  // (a ticket and per-query bounds); such a kernel leaves them zero again.
+  DeviceBuffer counters;
+  static constexpr size_t kCounterWords = 64;
 };
 
 class ContextPool {

@@ -3,10 +3,12 @@
 // k), and exact re-scoring where candidates came from reduced precision or
 // the L2 expansion. Workspace stays within the runtime's bound.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
 #include "cuda_backend.h"
+#include "device_args.h"
 #include "device_store.h"
 #include "search_kernels.h"
 
@@ -58,6 +60,21 @@ void upload_queries(ExecContext& ctx, const float* host, uint64_t nq, uint64_t d
   MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(dev, ld * 4, src, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, ctx.stream));
 }
 
+// cuBLAS work of one call on the call's stream, the context's own after.
+class BlasOn {
+ public:
+  BlasOn(cublasHandle_t h, cudaStream_t st, cudaStream_t home) : h_(h), home_(home) {
+    MNEMO_BLAS_CHECK(cublasSetStream(h_, st));
+  }
+  ~BlasOn() { cublasSetStream(h_, home_); }
+  BlasOn(const BlasOn&) = delete;
+  BlasOn& operator=(const BlasOn&) = delete;
+
+ private:
+  cublasHandle_t h_;
+  cudaStream_t home_;
+};
+
 void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32_t tn, const void* qmat,
           cudaDataType_t qtype, uint32_t qc, const void* widened, float* out) {
   const float alpha = 1.0f, beta = 0.0f;
@@ -79,11 +96,34 @@ void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32
                                 CUBLAS_GEMM_DEFAULT));
 }
 
+// Bytes of one GEMM score tile on the small-k path: well inside the 50-60 MB
+// L2 of an H100/H200 next to the rows streaming through it.
+// MNEMO_SEARCH_TILE_MB overrides it (for tuning on other devices).
+uint64_t l2_tile_bytes() {
+  static const uint64_t bytes = [] {
+    const char* e = std::getenv("MNEMO_SEARCH_TILE_MB");
+    const long mb = e ? std::strtol(e, nullptr, 10) : 0;
+    return mb > 0 ? static_cast<uint64_t>(mb) << 20 : 24ull << 20;
+  }();
+  return bytes;
+}
+
+// Whether the fused scan prefetches each warp's next rows into L2, by
+// storage dtype. MNEMO_SCAN_PREFETCH = 0 / 1 overrides it (for measuring).
+bool scan_prefetch(DType t) {
+  static const int forced = [] {
+    const char* e = std::getenv("MNEMO_SCAN_PREFETCH");
+    return e ? std::atoi(e) : -1;
+  }();
+  if (forced >= 0) return forced != 0;
+  return t != DType::f32;
+}
+
 }  // namespace
 
-void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const float* qn, uint64_t nq, uint64_t k,
-                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores) {
-  cudaStream_t st = ctx.stream;
+void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const float* q, const float* qn, uint64_t nq,
+                   uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
+                   float* d_scores) {
   StoreRef s = s0;
   const uint64_t ld = s.ld;
   const uint32_t slots = s.slots;
@@ -104,15 +144,28 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
   void* fb = ctx.work2.get();
   Cand* lists = at<Cand>(fb, o_lists);
 
-  if (slots == 0) return;
+  if (slots == 0) {
+    launch_emit(lists, static_cast<uint32_t>(nq), kc, 0, k_out, s.ids, s.metric, d_ids, d_scores, st);
+    return;
+  }
   if (!use_gemm && small) {
+    // One launch per group of 4 queries, from the scan to the user's ids
+    // and scores (the last block merges and emits).
     const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
     for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
       const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
-      const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, st);
-      launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
+      ScanTail tail;
+      tail.ticket = ctx.counters.get<unsigned>();
+      tail.bound = tail.ticket + 1;
+      tail.out_ids = d_ids + q0 * k_out;
+      tail.out_scores = d_scores + q0 * k_out;
+      tail.k_out = k_out;
+      tail.negate = s.metric == KeyMetric::l2;
+      tail.prefetch = scan_prefetch(s.dtype);
+      launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, tail, st);
     }
+    return;
   } else if (!use_gemm ||
              (!small && static_cast<uint64_t>(slots) * 4 * (s.dtype == DType::f32 || fast ? 1 : 1 + ld) > budget / 2)) {
     // Exact keys for every slot, then radix selection, query chunk by chunk.
@@ -131,6 +184,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
   } else {
     // GEMM path: query chunks x slot tiles of dot products, then keys, then
     // selection into per-query candidate lists.
+    BlasOn blas_on(ctx.blas, st, ctx.stream);
     const bool widen = s.dtype != DType::f32 && !fast;
     const void* qmat = q;
     cudaDataType_t qtype = CUDA_R_32F;
@@ -145,9 +199,11 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
     Arena ar;
     size_t o_dots = 0, o_wide = 0, o_cand = 0, o_sel = 0, o_thr = 0, sel = 0;
     for (;;) {
-      // Tile width from the budget: dots [qc x tn] (+ a widened tile).
+      // Tile width from the budget: dots [qc x tn] (+ a widened tile), and
+      // small enough that the tile the GEMM writes is still in L2 when the
+      // selection reads it, so score tiles do not travel through DRAM.
       const uint64_t per_col = qc * 4 + (widen ? ld * 4 : 0);
-      uint64_t t = small ? std::min<uint64_t>(slots, budget / 2 / per_col) : slots;
+      uint64_t t = small ? std::min<uint64_t>(slots, std::min(budget / 2, l2_tile_bytes()) / per_col) : slots;
       if (small) t = t >= slots ? slots : std::max<uint64_t>(256, t / 256 * 256);
       tn = static_cast<uint32_t>(std::min<uint64_t>(t, slots));
       ntiles = ceil_div(slots, tn);
@@ -200,7 +256,7 @@ void device_search(ExecContext& ctx, const StoreRef& s0, const float* q, const f
     }
   }
   const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(k, kc));
-  launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, s.ids, s.metric, d_ids, d_scores, st);
+  launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, k_out, s.ids, s.metric, d_ids, d_scores, st);
 }
 
 uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore) {
@@ -215,41 +271,80 @@ void CudaBackend::search(const SearchArgs& a) {
   const StoreView& v = *a.store;
   if (v.slots >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend holds at most 2^32 - 2 slots per store");
   auto ctx = pool_.acquire();
-  cudaStream_t st = ctx->stream;
+  const bool dev = a.place.on_device;
+  cudaStream_t st = dev ? static_cast<cudaStream_t>(a.place.stream) : ctx->stream;
   const uint64_t nq = a.nq, ld = ds->ld();
   const uint32_t slots = static_cast<uint32_t>(v.slots);
-  // The widest list the device part may produce bounds the columns copied back.
+  // The widest list the device part may produce bounds the columns copied
+  // back; device outputs get every column (padding written on the device).
   const uint32_t emit_k = std::min<uint32_t>(static_cast<uint32_t>(std::min<uint64_t>(a.k, 0xffffffffu)),
                                              search_list_length(slots, a.k, false));
   StoreRef s{ds->vectors(), v.dtype, ld,           static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(),
              ds->biases(),  nullptr, a.apply_bias, key_metric(v.metric),         false};
+  // Device queries whose rows are already ld long (and 16-byte aligned, as
+  // checked by the ABI) are read in place; others get one padded copy.
+  const bool copy_q = !dev || ld != v.dim;
   Arena io;
   const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
-  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_allow = io.add(a.allow ? words * 8 : 0);
-  const size_t o_ids = io.add(nq * emit_k * 8), o_scores = io.add(nq * emit_k * 4);
+  const size_t o_q = io.add(copy_q ? nq * ld * 4 : 0), o_qn = io.add(nq * 4), o_allow = io.add(a.allow ? words * 8 : 0);
+  // Host results: ids then scores in one span, downloaded by one copy.
+  const size_t o_ids = io.add(dev ? 0 : nq * emit_k * 12);
+  if (dev) {
+    need_device_memory(a.queries, "queries", cfg_.device_id);
+    need_device_memory(a.ids, "ids", cfg_.device_id);
+    need_device_memory(a.scores, "scores", cfg_.device_id);
+    ctx->begin_on(st);
+  }
+  bool fast = cfg_.precision == Precision::fast;
+  if (dev) {
+    const bool range = fast && v.dtype == DType::f16 && nq >= kGemmMinQueries;
+    if (a.place.validate || range) {
+      const uint64_t* w = ctx->check_words(st, 2, [&](unsigned long long* d) {
+        if (a.place.validate) launch_find_non_finite(a.queries, DType::f32, nq * v.dim, d, st);
+        if (range) launch_find_f16_misfit(a.queries, nq, v.dim, d + 1, st);
+      });
+      if (w[0] != UINT64_MAX) fail(Code::non_finite, "queries[" + std::to_string(w[0]) + "] is NaN or infinite");
+      if (w[1] != UINT64_MAX) fast = false;
+    }
+  } else {
+    fast = fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
+  }
   DeviceBuffer& iob = ctx->io;
   iob.reserve(io.size());
-  float* q = at<float>(iob.get(), o_q);
+  const float* q = copy_q ? at<float>(iob.get(), o_q) : a.queries;
   float* qn = at<float>(iob.get(), o_qn);
-  // One pinned staging buffer for the query upload and the result download,
-  // sized once so it is never reallocated while a copy is in flight.
-  ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * emit_k * 12) + 16);
-  upload_queries(*ctx, a.queries, nq, v.dim, ld, q);
+  if (dev) {
+    if (copy_q) {
+      float* qd = at<float>(iob.get(), o_q);
+      MNEMO_CUDA_CHECK(cudaMemsetAsync(qd, 0, nq * ld * 4, st));
+      MNEMO_CUDA_CHECK(
+          cudaMemcpy2DAsync(qd, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyDeviceToDevice, st));
+    }
+  } else {
+    // One pinned staging buffer for the query upload and the result
+    // download, sized once so it is never reallocated while a copy is in
+    // flight.
+    ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * emit_k * 12) + 16);
+    upload_queries(*ctx, a.queries, nq, v.dim, ld, at<float>(iob.get(), o_q));
+  }
   launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
   if (a.allow) {
     s.allow = at<uint64_t>(iob.get(), o_allow);
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), a.allow, words * 8, cudaMemcpyHostToDevice, st));
   }
-  uint64_t* d_ids = at<uint64_t>(iob.get(), o_ids);
-  float* d_scores = at<float>(iob.get(), o_scores);
-  const bool fast = cfg_.precision == Precision::fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
-  device_search(*ctx, s, q, qn, nq, a.k, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+  uint64_t* d_ids = dev ? a.ids : at<uint64_t>(iob.get(), o_ids);
+  float* d_scores = dev ? a.scores : reinterpret_cast<float*>(d_ids + nq * emit_k);
+  const uint64_t k_out = dev ? a.k : emit_k;
+  device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+  if (dev) {
+    ctx->end_on(st);
+    ds->add_reader(st);
+    return;
+  }
   auto* h_ids = ctx->staging.get<uint64_t>();
   auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
-  if (slots > 0 && emit_k > 0) {
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids, d_ids, nq * emit_k * 8, cudaMemcpyDeviceToHost, st));
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_scores, d_scores, nq * emit_k * 4, cudaMemcpyDeviceToHost, st));
-  }
+  if (slots > 0 && emit_k > 0)
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids, d_ids, nq * emit_k * 12, cudaMemcpyDeviceToHost, st));
   ctx->sync();
   // Columns past the candidates (k beyond the slot count) are padding.
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -64,7 +64,35 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
   dots[i] = key_of(s.metric, sum, qnorms[q], m);
 }
 
+__global__ void f16_misfit_kernel(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result) {
+  const uint64_t r = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= nq) return;
+  float m = 0.0f;
+  for (uint64_t d = lane; d < dim; d += 32) m = fmaxf(m, fabsf(q[r * dim + d]));
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, off));
+  // The bounds of fast_queries_fit (cuda_backend.cu).
+  if (lane == 0 && (m > 32768.0f || (m > 0.0f && m < 0x1p-10f))) atomicMin(result, static_cast<unsigned long long>(r));
+}
+
 }  // namespace
+
+__global__ void negate_kernel(float* x, uint64_t n) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = -x[i];
+}
+
+void launch_negate(float* x, uint64_t n, cudaStream_t st) {
+  if (n == 0) return;
+  negate_kernel<<<ceil_div(n, 256), 256, 0, st>>>(x, n);
+  MNEMO_CUDA_LAUNCHED("negate_kernel");
+}
+
+void launch_find_f16_misfit(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result, cudaStream_t st) {
+  if (nq == 0) return;
+  f16_misfit_kernel<<<ceil_div(nq * 32, 256), 256, 0, st>>>(q, nq, dim, result);
+  MNEMO_CUDA_LAUNCHED("f16_misfit_kernel");
+}
 
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st) {
   if (nq == 0) return;

@@ -13,6 +13,24 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 
+__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
+
+// Folds the lists of warps 1.. (warp w's at base + w * QB * k, its count at
+// counts[w * QB]) into warp 0's list `mine`.
+__device__ void fold_warps(WarpList& mine, const Cand* base, const int* counts, int qb, uint32_t k, const uint64_t* ids,
+                           int lane) {
+  for (int w = 1; w < kWarps; ++w) {
+    const Cand* other = base + static_cast<uint64_t>(w) * qb * k;
+    const int n = counts[w * qb];
+    for (int b = 0; b < n; b += 32) {
+      const int j = b + lane;
+      const bool has = j < n;
+      const Cand c = has ? other[j] : Cand{0.0f, 0};
+      mine.offer(has, c.key, c.slot, ids, lane);
+    }
+  }
+}
+
 struct ScanSmem {
   // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k], then counts.
   static size_t bytes(int qb, uint64_t ld, uint32_t k) {
@@ -20,14 +38,28 @@ struct ScanSmem {
   }
 };
 
+// Asks L2 for the rows of the warp's next step while this step's loads are
+// in flight: more bytes outstanding per SM without more registers.
+__device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_t first, uint32_t stride, int rows,
+                                              uint32_t slots, size_t row_bytes, int lane) {
+  for (int r = 0; r < rows; ++r) {
+    const uint32_t x = first + r * stride;
+    if (x >= slots) break;
+    const unsigned char* p = base + x * row_bytes;
+    for (size_t off = static_cast<size_t>(lane) * 128; off < row_bytes; off += 32 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+  }
+}
+
 template <class T, bool L2, int NVEC, int QB>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
-                     uint32_t k, Cand* __restrict__ cand) {
+                     uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* qs = reinterpret_cast<float*>(smem);
   Cand* lists = reinterpret_cast<Cand*>(qs + QB * s.ld);
   int* counts = reinterpret_cast<int*>(lists + kWarps * QB * k);
+  __shared__ bool s_last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kThreads) {
@@ -62,6 +94,7 @@ __global__ void __launch_bounds__(kThreads)
       m[r].live = m[r].live && x < s.slots;
       rows[r] = base + slot[r] * row_bytes;
     }
+    if (tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, s.slots, row_bytes, lane);
     float acc[R][QB];
     row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
 #pragma unroll
@@ -78,22 +111,70 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0)
     for (int q = 0; q < QB; ++q) counts[warp * QB + q] = wl[q].n;
   __syncthreads();
-  if (warp != 0) return;
+  if (warp == 0) {
+    for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
+      WarpList& m = wl[q];
+      fold_warps(m, lists + q * k, counts + q, QB, k, s.ids, lane);
+      Cand* out = cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
+      for (uint32_t j = lane; j < k; j += 32) out[j] = static_cast<int>(j) < m.n ? m.c[j] : empty_cand();
+      // A full list's last key bounds the query's final k-th key from below.
+      if (tail.ticket && lane == 0 && m.n == static_cast<int>(k))
+        atomicMax(tail.bound + q, ordered_bits(m.c[k - 1].key));
+    }
+  }
+  if (!tail.ticket) return;
+  // The last block to finish merges every block's list (one launch from
+  // the scan to the answer): the lists are published before the ticket.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(tail.ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
   for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
-    WarpList& m = wl[q];
-    for (int w = 1; w < kWarps; ++w) {
-      const Cand* other = lists + (w * QB + q) * k;
-      const int n = counts[w * QB + q];
-      for (int base_j = 0; base_j < n; base_j += 32) {
-        const int j = base_j + lane;
-        const bool has = j < n;
-        const Cand c = has ? other[j] : Cand{0.0f, 0};
-        m.offer(has, c.key, c.slot, s.ids, lane);
+    // Only entries at or above the bound can be among the k best: most
+    // blocks' lists are skipped after one comparison per entry.
+    const uint32_t bound_bits = __ldcg(tail.bound + q);
+    // Compared as floats, so -0 and +0 stay equal as in ranks_before.
+    const float bound = bound_bits == 0 ? -__int_as_float(0x7f800000) : from_ordered_bits(bound_bits);
+    const Cand* c = cand + static_cast<uint64_t>(q) * m_all;
+    WarpList w{lists + (warp * QB + q) * k, static_cast<int>(k), 0};
+    for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m_all; b += kThreads) {
+      const uint64_t j = b + lane;
+      Cand x = empty_cand();
+      if (j < m_all) {
+        x.key = __ldcg(&c[j].key);
+        x.slot = __ldcg(&c[j].slot);
+      }
+      const bool has = x.slot != 0xffffffffu && x.key >= bound;
+      w.offer(has, x.key, x.slot, s.ids, lane);
+    }
+    if (lane == 0) counts[warp * QB + q] = w.n;
+    __syncthreads();
+    if (warp == 0) {
+      fold_warps(w, lists + q * k, counts + q, QB, k, s.ids, lane);
+      if (tail.out_ids) {
+        // Straight to user ids and scores (emit_kernel's rule).
+        uint64_t* oi = tail.out_ids + q * tail.k_out;
+        float* os = tail.out_scores + q * tail.k_out;
+        for (uint64_t j = lane; j < tail.k_out; j += 32) {
+          const bool have = j < static_cast<uint64_t>(w.n);
+          const Cand e = have ? w.c[j] : empty_cand();
+          oi[j] = have ? s.ids[e.slot] : ~0ull;
+          os[j] = have ? (tail.negate ? -e.key : e.key) : __int_as_float(0x7fc00000);
+        }
+      } else {
+        Cand* o = tail.lists + static_cast<uint64_t>(q) * k;
+        for (uint32_t j = lane; j < k; j += 32) o[j] = static_cast<int>(j) < w.n ? w.c[j] : empty_cand();
       }
     }
-    Cand* out = cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
-    for (uint32_t j = lane; j < k; j += 32)
-      out[j] = static_cast<int>(j) < m.n ? m.c[j] : Cand{__int_as_float(0x7fc00000), 0xffffffffu};
+    __syncthreads();
+  }
+  // Leave the counters zero for the next launch on this context.
+  if (threadIdx.x == 0) {
+    *tail.ticket = 0;
+    for (int q = 0; q < QB; ++q) tail.bound[q] = 0;
   }
 }
 
@@ -127,13 +208,13 @@ __global__ void __launch_bounds__(kThreads)
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
 template <class T, bool L2, int QB>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
-                   unsigned blocks, size_t smem, cudaStream_t st) {
+                   unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "scan smem");
-    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand);
+    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail);
   };
   switch (s.ld) {
     case 384: go(scan_topk_kernel<T, L2, 384 / V, QB>); break;
@@ -147,45 +228,45 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
 
 template <class T, bool L2>
 void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
-                 unsigned blocks, cudaStream_t st) {
+                 unsigned blocks, const ScanTail& tail, cudaStream_t st) {
   const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   const size_t smem = ScanSmem::bytes(qb, s.ld, k);
   if (qb == 1)
-    dispatch_scan<T, L2, 1>(s, q, qn, nq, k, cand, blocks, smem, st);
+    dispatch_scan<T, L2, 1>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else if (qb == 2)
-    dispatch_scan<T, L2, 2>(s, q, qn, nq, k, cand, blocks, smem, st);
+    dispatch_scan<T, L2, 2>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else
-    dispatch_scan<T, L2, 4>(s, q, qn, nq, k, cand, blocks, smem, st);
+    dispatch_scan<T, L2, 4>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
 }
 
 }  // namespace
 
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
-  // Enough blocks to fill every SM several times over, but no more than
-  // there are rows to give each warp a few.
-  // At least 16 rows per warp: fewer blocks means fewer candidate lists to
-  // merge, which is what small stores pay for.
+  // Four blocks per SM fill the machine (five fit by registers); small
+  // stores still get at least two blocks per SM while each warp keeps four
+  // rows (two steps of two), since the last block's merge of the block
+  // lists is cheap (the bound filter drops most entries unread).
   const unsigned want = sm_count * 4;
-  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * 16);
+  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * 4);
   return std::max(1u, std::min(want, by_rows));
 }
 
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
-                          Cand* cand, unsigned blocks_wanted, cudaStream_t st) {
+                          Cand* cand, unsigned blocks_wanted, const ScanTail& tail, cudaStream_t st) {
   const unsigned blocks = std::max(1u, blocks_wanted);
   const bool l2 = s.metric == KeyMetric::l2;
   switch (s.dtype) {
     case DType::f16:
-      l2 ? dispatch_qb<__half, true>(s, queries, qnorms, nq, k, cand, blocks, st)
-         : dispatch_qb<__half, false>(s, queries, qnorms, nq, k, cand, blocks, st);
+      l2 ? dispatch_qb<__half, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
+         : dispatch_qb<__half, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
       break;
     case DType::bf16:
-      l2 ? dispatch_qb<__nv_bfloat16, true>(s, queries, qnorms, nq, k, cand, blocks, st)
-         : dispatch_qb<__nv_bfloat16, false>(s, queries, qnorms, nq, k, cand, blocks, st);
+      l2 ? dispatch_qb<__nv_bfloat16, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
+         : dispatch_qb<__nv_bfloat16, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
       break;
     default:
-      l2 ? dispatch_qb<float, true>(s, queries, qnorms, nq, k, cand, blocks, st)
-         : dispatch_qb<float, false>(s, queries, qnorms, nq, k, cand, blocks, st);
+      l2 ? dispatch_qb<float, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
+         : dispatch_qb<float, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
       break;
   }
   MNEMO_CUDA_LAUNCHED("scan_topk_kernel");

@@ -34,11 +34,29 @@ struct StoreRef {
 // Largest k kept in per-warp shared-memory lists.
 constexpr int kSmallKMax = 256;
 
+// The final step of a fused scan, done by its last block to finish: the
+// merge of every block's list into each query's k best, written either as
+// user ids and scores (out_ids set: rows of k_out columns, padded; L2 keys
+// negated) or as sorted candidate lists [nq][k] (lists). ticket and bound
+// ([4]) are zeroed device words (ExecContext::counters), left zero again.
+// ticket = null: no merge, the caller merges cand itself.
+struct ScanTail {
+  unsigned* ticket = nullptr;
+  unsigned* bound = nullptr;
+  uint64_t* out_ids = nullptr;
+  float* out_scores = nullptr;
+  uint64_t k_out = 0;
+  bool negate = false;
+  Cand* lists = nullptr;
+  bool prefetch = false;  // L2 prefetch of each warp's next rows
+};
+
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
 // f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k]
-// with blocks from scan_blocks(). Returns the number of blocks used.
+// with blocks from scan_blocks(), then the tail's merge when it has a
+// ticket. Returns the number of blocks used.
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
-                          Cand* cand, unsigned blocks, cudaStream_t st);
+                          Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
 // Blocks the scan would use for this store (to size cand buffers).
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
 
@@ -83,9 +101,11 @@ void sort_lists(Cand* lists, uint32_t nq, uint32_t kc, const uint64_t* ids, void
 void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand, uint32_t kc,
                     cudaStream_t st);
 
-// Writes the first k of each list as user ids and scores, padded.
-void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, KeyMetric metric,
-                 uint64_t* out_ids, float* out_scores, cudaStream_t st);
+// Writes the first k of each list (of kc) as user ids and scores into rows
+// of k_out >= k columns; columns [k, k_out) and empty entries are padding
+// (MNEMO_NO_ID, NaN).
+void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, uint64_t k_out, const uint64_t* ids,
+                 KeyMetric metric, uint64_t* out_ids, float* out_scores, cudaStream_t st);
 
 // L2 norms of n rows of dtype t with row length ld.
 void launch_stored_norms(const void* rows, DType t, uint64_t n, uint64_t ld, float* norms, cudaStream_t st);
@@ -94,11 +114,21 @@ void launch_stored_norms(const void* rows, DType t, uint64_t n, uint64_t ld, flo
 uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore);
 
 struct ExecContext;
-// The device part of a search: queries q [nq x ld] (zero padded) and their
-// norms qn already on the device; writes d_ids / d_scores [nq x min(k, L)]
-// where L = search_list_length(slots, k, false) <= slots.
-void device_search(ExecContext& ctx, const StoreRef& s, const float* q, const float* qn, uint64_t nq, uint64_t k,
-                   bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
+// The device part of a search, queued on st: queries q [nq x ld] (zero
+// padded) and their norms qn already on the device; writes d_ids / d_scores
+// [nq x k_out] where k_out >= min(k, L), L = search_list_length(slots, k,
+// false) <= slots, the columns past min(k, L) padded.
+void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn, uint64_t nq,
+                   uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
+                   float* d_scores);
+
+// Query index (into result[0], UINT64_MAX kept when none) of the first of nq
+// rows [dim] whose largest magnitude does not fit FAST f16 arithmetic (see
+// fast_queries_fit).
+void launch_find_f16_misfit(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result, cudaStream_t st);
+
+// x[i] = -x[i] for i < n.
+void launch_negate(float* x, uint64_t n, cudaStream_t st);
 
 // Query norms (f32) and conversions.
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st);

@@ -142,12 +142,12 @@ __global__ void resort_kernel(Cand* cand, uint32_t kc, const uint64_t* ids) {
   for (uint32_t j = lane; j < kc; j += 32) c[j] = static_cast<int>(j) < wl.n ? list[j] : empty_cand();
 }
 
-__global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, bool negate,
-                            uint64_t* out_ids, float* out_scores) {
+__global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, uint64_t k_out,
+                            const uint64_t* ids, bool negate, uint64_t* out_ids, float* out_scores) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<uint64_t>(nq) * k) return;
-  const uint64_t q = i / k, j = i % k;
-  const Cand c = lists[q * kc + j];
+  if (i >= static_cast<uint64_t>(nq) * k_out) return;
+  const uint64_t q = i / k_out, j = i % k_out;
+  const Cand c = j < k ? lists[q * kc + j] : empty_cand();
   if (c.slot == 0xffffffffu) {
     out_ids[i] = ~0ull;
     out_scores[i] = __int_as_float(0x7fc00000);
@@ -199,11 +199,12 @@ void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms
   MNEMO_CUDA_LAUNCHED("resort_kernel");
 }
 
-void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, const uint64_t* ids, KeyMetric metric,
-                 uint64_t* out_ids, float* out_scores, cudaStream_t st) {
-  const uint64_t n = static_cast<uint64_t>(nq) * k;
+void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, uint64_t k_out, const uint64_t* ids,
+                 KeyMetric metric, uint64_t* out_ids, float* out_scores, cudaStream_t st) {
+  const uint64_t n = static_cast<uint64_t>(nq) * k_out;
   if (n == 0) return;
-  emit_kernel<<<ceil_div(n, 256), 256, 0, st>>>(lists, nq, kc, k, ids, metric == KeyMetric::l2, out_ids, out_scores);
+  emit_kernel<<<ceil_div(n, 256), 256, 0, st>>>(lists, nq, kc, k, k_out, ids, metric == KeyMetric::l2, out_ids,
+                                                out_scores);
   MNEMO_CUDA_LAUNCHED("emit_kernel");
 }
 

@@ -79,4 +79,9 @@ __device__ __forceinline__ uint32_t ordered_bits(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// The inverse of ordered_bits.
+__device__ __forceinline__ float from_ordered_bits(uint32_t b) {
+  return __uint_as_float((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
+}
+
 }  // namespace mnemo::cuda

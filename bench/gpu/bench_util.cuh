@@ -1,6 +1,7 @@
 // Timing and reporting helpers shared by the GPU benchmarks.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -63,6 +64,12 @@ static __global__ void to_half(const float* s, __half* d, uint64_t n) {
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
     d[i] = __float2half(s[i]);
+}
+
+static __global__ void to_bf16(const float* s, __nv_bfloat16* d, uint64_t n) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    d[i] = __float2bfloat16(s[i]);
 }
 
 static __global__ void iota_ids(uint64_t* ids, uint64_t n) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -116,6 +117,8 @@ BenchStore make_store(ExecContext& ctx, DType dt, uint64_t n, uint64_t dim, int 
     DeviceBuffer v(n * dim * dtype_size(dt));
     if (dt == DType::f32)
       check(cudaMemcpyAsync(v.get(), tmp.get(), n * dim * 4, cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    else if (dt == DType::bf16)
+      to_bf16<<<4096, 256, 0, ctx.stream>>>(tmp.get<float>(), v.get<__nv_bfloat16>(), n * dim);
     else
       to_half<<<4096, 256, 0, ctx.stream>>>(tmp.get<float>(), v.get<__half>(), n * dim);
     s.vecs.push_back(std::move(v));
@@ -132,6 +135,9 @@ BenchStore make_store(ExecContext& ctx, DType dt, uint64_t n, uint64_t dim, int 
 
 void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DType dt, uint64_t n, uint64_t dim,
                   uint64_t nq, uint64_t k, bool fast, KeyMetric metric, int sms) {
+  // MNEMO_BENCH_ONLY=text runs only the search rows whose name holds it.
+  const char* only = std::getenv("MNEMO_BENCH_ONLY");
+  if (only && name.find(only) == std::string::npos) return;
   const uint64_t bytes = n * dim * dtype_size(dt);
   const int copies = bytes < (180ull << 20) ? static_cast<int>(std::min<uint64_t>(8, (600ull << 20) / bytes + 1)) : 1;
   BenchStore s = make_store(ctx, dt, n, dim, copies);
@@ -139,7 +145,7 @@ void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DT
   fill_random<<<256, 256, 0, ctx.stream>>>(q.get<float>(), nq * dim, 7);
   launch_row_norms(q.get<float>(), static_cast<uint32_t>(nq), dim, qn.get<float>(), ctx.stream);
   const double ms = time_ms(ctx.stream, [&](int i) {
-    device_search(ctx, s.ref(i, metric), q.get<float>(), qn.get<float>(), nq, k, fast, 1ull << 30, sms,
+    device_search(ctx, ctx.stream, s.ref(i, metric), q.get<float>(), qn.get<float>(), nq, k, k, fast, 1ull << 30, sms,
                   ids.get<uint64_t>(), scores.get<float>());
   });
   // Floor: the store read once, or the GEMM flops at the matrix rate in use.
@@ -274,7 +280,13 @@ int main(int argc, char** argv) {
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 1q x 1M x 768 f16 cosine k=10", DType::f16, 1000000, 768, 1, 10, false,
                  KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 1M x 768 bf16 cosine k=10", DType::bf16, 1000000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 100k x 768 f32 cosine k=10", DType::f32, 100000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 1q x 10k x 768 f32 cosine k=10", DType::f32, 10000, 768, 1, 10, false,
+                 KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 1M x 768 f32 cosine k=1000", DType::f32, 1000000, 768, 1, 1000, false,
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, true, KeyMetric::cosine,
                  sms);
@@ -286,6 +298,7 @@ int main(int argc, char** argv) {
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=1024", DType::f32, 1000000, 768, 100, 1024, true,
                  KeyMetric::cosine, sms);
+    if (std::getenv("MNEMO_BENCH_ONLY")) return 0;
     bench_host_call(f);
     bench_break_even();
     bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,

@@ -279,6 +279,20 @@ MNEMO_API mnemo_status mnemo_similarity(mnemo_runtime* rt, int32_t metric, const
                                         const void* targets, int32_t target_dtype, uint64_t n, uint64_t dim,
                                         float* scores);
 
+/* mnemo_similarity on device pointers (queries, targets and scores in the
+   memory of the runtime's GPU), queued on `stream` (a cudaStream_t; NULL is
+   the default stream); returns without waiting, as the other `_device`
+   calls (see mnemo_score_pairs_device). Rows whose length is not a multiple
+   of 8 elements are copied once into padded device scratch; nothing travels
+   through host memory. With validation on (the default) the non-finite
+   check reads queries and targets on the device and waits for the stream
+   before the scores are computed. A runtime without the CUDA backend
+   returns BACKEND_UNAVAILABLE.
+   Errors: those of mnemo_similarity, and BACKEND_UNAVAILABLE. */
+MNEMO_API mnemo_status mnemo_similarity_device(mnemo_runtime* rt, int32_t metric, const float* queries, uint64_t nq,
+                                               const void* targets, int32_t target_dtype, uint64_t n, uint64_t dim,
+                                               float* scores, void* stream);
+
 /* ------------------------------------------------------------------------ */
 /* Memory store                                                              */
 /* ------------------------------------------------------------------------ */
@@ -376,6 +390,23 @@ MNEMO_API mnemo_search_options mnemo_search_options_default(void);
    Thread safety: concurrent searches allowed. */
 MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
                                           const mnemo_search_options* opts, uint64_t* ids, float* scores);
+
+/* mnemo_store_search on device pointers: queries (f32 [nq x dim]), ids
+   ([nq x k]) and scores ([nq x k]) in the memory of the GPU that holds the
+   store (a store created on a CUDA runtime, or an AUTO runtime that placed
+   it there). `opts` and its filter arrays stay in host memory. The search
+   is queued on `stream` (a cudaStream_t; NULL is the default stream) and the
+   call returns without waiting: the results are ready when the stream
+   reaches that point. A later write to the store (add, remove, bias) waits
+   for the searches queued before it, so they see the store as it was when
+   they were called. With validation on (the default) the queries' non-finite
+   check runs on the device and waits for the stream before the search is
+   queued. Same results, order, ties and padding as mnemo_store_search.
+   Errors: those of mnemo_store_search, and BACKEND_UNAVAILABLE (the store is
+   not held by a GPU). Thread safety: as mnemo_store_search. */
+MNEMO_API mnemo_status mnemo_store_search_device(const mnemo_store* store, const float* queries, uint64_t nq,
+                                                 uint64_t k, const mnemo_search_options* opts, uint64_t* ids,
+                                                 float* scores, void* stream);
 
 /* Writes the store to `path` (a versioned binary format with a checksum per
    section): to a temporary file in the same folder, flushed to disk, then

@@ -159,48 +159,71 @@ MNEMO_API mnemo_search_options mnemo_search_options_default(void) {
   return o;
 }
 
+}  // extern "C"
+
+namespace {
+
+// Both search entry points: the same checks; query values are checked here
+// for host buffers and by the backend for device ones.
+void store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
+                  const mnemo_search_options* opts, uint64_t* ids, float* scores, const Placement& place) {
+  Store& s = cabi::store_of(store);
+  const mnemo_search_options o = opts ? *opts : mnemo_search_options_default();
+  if (o.struct_size < kSearchOptionsV1)
+    fail(Code::invalid_argument, "opts->struct_size is smaller than sizeof(mnemo_search_options) of ABI 1");
+  cabi::need_positive(k, "k");
+  if (o.apply_bias > 1) fail(Code::invalid_argument, "opts->apply_bias must be 0 or 1");
+  SearchFilter f;
+  switch (o.filter_kind) {
+    case MNEMO_FILTER_NONE: break;
+    case MNEMO_FILTER_IDS:
+      f.kind = FilterKind::ids;
+      if (o.filter_count > 0) cabi::need_data(o.filter_ids, "opts->filter_ids");
+      checked_bytes(checked_mul(o.filter_count, 8, "opts->filter_ids"), "opts->filter_ids");
+      f.ids = o.filter_ids;
+      f.count = o.filter_count;
+      break;
+    case MNEMO_FILTER_SLOT_BITMAP:
+      f.kind = FilterKind::slot_bitmap;
+      if (o.filter_count > 0) cabi::need_data(o.filter_bitmap, "opts->filter_bitmap");
+      f.bitmap = o.filter_bitmap;
+      f.count = o.filter_count;
+      break;
+    default:
+      fail(Code::invalid_argument,
+           "opts->filter_kind = " + std::to_string(o.filter_kind) + " is not a mnemo_filter_kind");
+  }
+  cabi::need_data(queries, "queries");
+  cabi::need_data(ids, "ids");
+  cabi::need_data(scores, "scores");
+  const uint64_t q_elems = checked_mul(nq, s.dim(), "queries");
+  const uint64_t out_elems = checked_mul(nq, k, "nq x k");
+  checked_bytes(checked_mul(q_elems, 4, "queries"), "queries");
+  checked_bytes(checked_mul(out_elems, 8, "ids"), "ids");
+  if (place.on_device) s.runtime().device_backend(Op::search);  // a CPU runtime is refused first
+  if (nq == 0) return;
+  cabi::need_disjoint(ids, out_elems * 8, scores, out_elems * 4, "ids and scores", false);
+  cabi::need_disjoint(ids, out_elems * 8, queries, q_elems * 4, "ids and queries", false);
+  cabi::need_disjoint(scores, out_elems * 4, queries, q_elems * 4, "scores and queries", false);
+  if (!place.on_device) cabi::need_finite(s.runtime(), queries, DType::f32, q_elems, "queries");
+  s.search(queries, nq, k, f, o.apply_bias != 0, ids, scores, place);
+}
+
+}  // namespace
+
+extern "C" {
+
 MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
                                           const mnemo_search_options* opts, uint64_t* ids, float* scores) {
-  return cabi::guarded("mnemo_store_search", [&] {
-    Store& s = cabi::store_of(store);
-    const mnemo_search_options o = opts ? *opts : mnemo_search_options_default();
-    if (o.struct_size < kSearchOptionsV1)
-      fail(Code::invalid_argument, "opts->struct_size is smaller than sizeof(mnemo_search_options) of ABI 1");
-    cabi::need_positive(k, "k");
-    if (o.apply_bias > 1) fail(Code::invalid_argument, "opts->apply_bias must be 0 or 1");
-    SearchFilter f;
-    switch (o.filter_kind) {
-      case MNEMO_FILTER_NONE: break;
-      case MNEMO_FILTER_IDS:
-        f.kind = FilterKind::ids;
-        if (o.filter_count > 0) cabi::need_data(o.filter_ids, "opts->filter_ids");
-        checked_bytes(checked_mul(o.filter_count, 8, "opts->filter_ids"), "opts->filter_ids");
-        f.ids = o.filter_ids;
-        f.count = o.filter_count;
-        break;
-      case MNEMO_FILTER_SLOT_BITMAP:
-        f.kind = FilterKind::slot_bitmap;
-        if (o.filter_count > 0) cabi::need_data(o.filter_bitmap, "opts->filter_bitmap");
-        f.bitmap = o.filter_bitmap;
-        f.count = o.filter_count;
-        break;
-      default:
-        fail(Code::invalid_argument,
-             "opts->filter_kind = " + std::to_string(o.filter_kind) + " is not a mnemo_filter_kind");
-    }
-    cabi::need_data(queries, "queries");
-    cabi::need_data(ids, "ids");
-    cabi::need_data(scores, "scores");
-    const uint64_t q_elems = checked_mul(nq, s.dim(), "queries");
-    const uint64_t out_elems = checked_mul(nq, k, "nq x k");
-    checked_bytes(checked_mul(q_elems, 4, "queries"), "queries");
-    checked_bytes(checked_mul(out_elems, 8, "ids"), "ids");
-    if (nq == 0) return;
-    cabi::need_disjoint(ids, out_elems * 8, scores, out_elems * 4, "ids and scores", false);
-    cabi::need_disjoint(ids, out_elems * 8, queries, q_elems * 4, "ids and queries", false);
-    cabi::need_disjoint(scores, out_elems * 4, queries, q_elems * 4, "scores and queries", false);
-    cabi::need_finite(s.runtime(), queries, DType::f32, q_elems, "queries");
-    s.search(queries, nq, k, f, o.apply_bias != 0, ids, scores);
+  return cabi::guarded("mnemo_store_search",
+                       [&] { store_search(store, queries, nq, k, opts, ids, scores, Placement{}); });
+}
+
+MNEMO_API mnemo_status mnemo_store_search_device(const mnemo_store* store, const float* queries, uint64_t nq,
+                                                 uint64_t k, const mnemo_search_options* opts, uint64_t* ids,
+                                                 float* scores, void* stream) {
+  return cabi::guarded("mnemo_store_search_device", [&] {
+    store_search(store, queries, nq, k, opts, ids, scores, Placement{true, stream, true});
   });
 }
 

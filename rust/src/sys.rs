@@ -574,6 +574,20 @@ extern "C" {
         scores: *mut f32,
     ) -> mnemo_status;
 }
+extern "C" {
+    pub fn mnemo_similarity_device(
+        rt: *mut mnemo_runtime,
+        metric: i32,
+        queries: *const f32,
+        nq: u64,
+        targets: *const ::std::os::raw::c_void,
+        target_dtype: i32,
+        n: u64,
+        dim: u64,
+        scores: *mut f32,
+        stream: *mut ::std::os::raw::c_void,
+    ) -> mnemo_status;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct mnemo_store {
@@ -795,6 +809,18 @@ extern "C" {
         opts: *const mnemo_search_options,
         ids: *mut u64,
         scores: *mut f32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_search_device(
+        store: *const mnemo_store,
+        queries: *const f32,
+        nq: u64,
+        k: u64,
+        opts: *const mnemo_search_options,
+        ids: *mut u64,
+        scores: *mut f32,
+        stream: *mut ::std::os::raw::c_void,
     ) -> mnemo_status;
 }
 extern "C" {

@@ -13,7 +13,7 @@
 #include "../support.h"
 
 #ifdef MNEMO_TEST_HAVE_CUDART
-#include <cuda_runtime.h>
+#include "dev_buf.h"
 #endif
 
 namespace {
@@ -383,35 +383,8 @@ TEST(GpuFastRange, F16StorageWithExtremeQueries) {
 
 #ifdef MNEMO_TEST_HAVE_CUDART
 
-// Device memory holding a copy of host bytes (or poison), freed on scope exit.
-class DevBuf {
- public:
-  explicit DevBuf(size_t bytes) : n_(bytes) {
-    if (cudaMalloc(&p_, bytes ? bytes : 16) != cudaSuccess) p_ = nullptr;
-  }
-  DevBuf(const void* host, size_t bytes) : DevBuf(bytes) {
-    if (p_) cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice);
-  }
-  ~DevBuf() { cudaFree(p_); }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  void* get() const { return p_; }
-  std::vector<unsigned char> bytes() const {
-    std::vector<unsigned char> v(n_);
-    cudaMemcpy(v.data(), p_, n_, cudaMemcpyDeviceToHost);
-    return v;
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t n_;
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
-  ~Stream() { cudaStreamDestroy(s); }
-};
+using mt::DevBuf;
+using mt::Stream;
 
 TEST(GpuDevicePointers, PairsMatchHostCall) {
   REQUIRE_CUDA(gpu);

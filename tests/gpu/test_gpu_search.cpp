@@ -171,6 +171,10 @@ std::vector<Case> cases() {
   v.push_back({100000, 16, 200, 10, kF16, kL2, kExact, 64ull << 20});
   // k = 4096 (beyond what FAISS GPU supports) on the GEMM path.
   v.push_back({50000, 128, 17, 4096, kF16, kCos, kFast, 0});
+  // k > 256 over more rows than the prefilter's compact lists hold (the
+  // multi-block histogram prefilter before the exact radix selection).
+  v.push_back({30011, 96, 1, 1000, kF32, kCos, kExact, 0});
+  v.push_back({30011, 96, 3, 2000, kBF16, kL2, kExact, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;
