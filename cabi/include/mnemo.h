@@ -402,8 +402,9 @@ MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float*
    they were called. With validation on (the default) the queries' non-finite
    check runs on the device and waits for the stream before the search is
    queued. Same results, order, ties and padding as mnemo_store_search.
-   Errors: those of mnemo_store_search, and BACKEND_UNAVAILABLE (the store is
-   not held by a GPU). Thread safety: as mnemo_store_search. */
+   Errors: those of mnemo_store_search, BACKEND_UNAVAILABLE (the store is
+   not held by a GPU), UNSUPPORTED (a store sharded over several GPUs; search
+   it with mnemo_store_search). Thread safety: as mnemo_store_search. */
 MNEMO_API mnemo_status mnemo_store_search_device(const mnemo_store* store, const float* queries, uint64_t nq,
                                                  uint64_t k, const mnemo_search_options* opts, uint64_t* ids,
                                                  float* scores, void* stream);
@@ -518,7 +519,9 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
      store, exactly as an unsharded one: the files do not record the shards
      and open on a runtime with any shard count;
    - mnemo_runtime_info reports the shards and devices, mnemo_store_stats
-     the live vectors per shard.
+     the live vectors per shard;
+   - mnemo_store_search_device does not take a sharded store (UNSUPPORTED):
+     its buffers live on one device and the shards on several.
    Threading is that of any store. */
 
 /* Merges n_lists result lists of one search into one: ids and scores are

@@ -215,6 +215,23 @@ TEST(GpuShardsConcurrent, SearchesWhileWritesLand) {
   expect_same(st.one, st.many, q, nq, k, nullptr, "after concurrent writes");
 }
 
+TEST(GpuShardsRuntime, DeviceSearchOfAShardedStoreIsRefused) {
+  REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
+  auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, many.get());
+  Buf<uint64_t> ids(4);
+  Buf<float> v(4 * 8);
+  for (int i = 0; i < 4; ++i) ids[i] = 10 + i;
+  for (int i = 0; i < 32; ++i) v[i] = 0.25f * static_cast<float>(i % 7) + 0.1f;
+  ASSERT_OK(mnemo_store_add(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 4));
+  // Host buffers are enough to reach the check: the store refuses first.
+  Buf<uint64_t> oi(2);
+  Buf<float> os(2);
+  const auto before = oi.snapshot();
+  EXPECT_TRUE(mt::failed_with(
+      mnemo_store_search_device(s.get(), v.data(), 1, 2, nullptr, oi.data(), os.data(), nullptr), MNEMO_E_UNSUPPORTED));
+  EXPECT_TRUE(oi.same_as(before));
+}
+
 TEST(GpuShardsRuntime, DeviceListAndErrors) {
   std::string why;
   auto one = gpu_runtime(MNEMO_PRECISION_EXACT, 0, 0, &why);
