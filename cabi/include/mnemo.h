@@ -220,7 +220,10 @@ typedef struct mnemo_runtime_options {
   uint32_t validate;        /* 1 = refuse NaN/Inf inputs (default), 0 = skip */
   uint64_t workspace_bytes; /* GPU scratch bound; 0 = default (1 GiB) */
   /* Sharding, see "Sharded stores and the top-k merge". A caller whose
-     struct_size ends before these fields gets their defaults (no sharding). */
+     struct_size ends before these fields gets their defaults (no sharding).
+     cpu_shards applies when the runtime runs on the CPU (backend CPU, or AUTO
+     without a usable GPU); the device fields when it runs on CUDA, where the
+     first device listed also plays device_id's part. */
   uint32_t cpu_shards;       /* CPU runtime: shards of each store, 0 or 1 = none, at most MNEMO_MAX_SHARDS */
   uint32_t device_count;     /* CUDA: devices to shard over; 0 = device_id alone; MNEMO_ALL_DEVICES = all */
   const int32_t* device_ids; /* [device_count] distinct ordinals; NULL = 0 .. device_count - 1 */
