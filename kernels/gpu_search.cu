@@ -96,14 +96,16 @@ void gemm(ExecContext& ctx, const StoreRef& s, bool fast, uint32_t first, uint32
                                 CUBLAS_GEMM_DEFAULT));
 }
 
-// Bytes of one GEMM score tile on the small-k path: well inside the 50-60 MB
-// L2 of an H100/H200 next to the rows streaming through it.
-// MNEMO_SEARCH_TILE_MB overrides it (for tuning on other devices).
+// Bytes of one GEMM score tile on the small-k path: unbounded (the budget
+// decides) unless MNEMO_SEARCH_TILE_MB sets it. Tiles sized to stay in the
+// H200's L2 (24 MB) were measured slower: 2.35 against 1.99 ms for
+// 100q x 1M x 768 FAST and 119 against 58 ms for 10000q x 1M x 128, the
+// smaller cuBLAS calls losing more than the DRAM round trip costs.
 uint64_t l2_tile_bytes() {
   static const uint64_t bytes = [] {
     const char* e = std::getenv("MNEMO_SEARCH_TILE_MB");
     const long mb = e ? std::strtol(e, nullptr, 10) : 0;
-    return mb > 0 ? static_cast<uint64_t>(mb) << 20 : 24ull << 20;
+    return mb > 0 ? static_cast<uint64_t>(mb) << 20 : ~0ull;
   }();
   return bytes;
 }
@@ -117,6 +119,17 @@ bool scan_prefetch(DType t) {
   }();
   if (forced >= 0) return forced != 0;
   return t != DType::f32;
+}
+
+// Whether the fused scan's last block merges the block lists (else a
+// separate merge kernel does). MNEMO_SCAN_TAIL = 0 turns it off (for
+// measuring).
+bool scan_tail_merge() {
+  static const bool on = [] {
+    const char* e = std::getenv("MNEMO_SCAN_TAIL");
+    return !(e && std::atoi(e) == 0);
+  }();
+  return on;
 }
 
 }  // namespace
@@ -153,6 +166,15 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // and scores (the last block merges and emits).
     const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
+    if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
+      for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
+        const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
+        const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
+        launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
+      }
+      launch_emit(lists, static_cast<uint32_t>(nq), kc, kc, k_out, s.ids, s.metric, d_ids, d_scores, st);
+      return;
+    }
     for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
       const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
       ScanTail tail;
@@ -199,9 +221,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     Arena ar;
     size_t o_dots = 0, o_wide = 0, o_cand = 0, o_sel = 0, o_thr = 0, sel = 0;
     for (;;) {
-      // Tile width from the budget: dots [qc x tn] (+ a widened tile), and
-      // small enough that the tile the GEMM writes is still in L2 when the
-      // selection reads it, so score tiles do not travel through DRAM.
+      // Tile width from the budget: dots [qc x tn] (+ a widened tile).
       const uint64_t per_col = qc * 4 + (widen ? ld * 4 : 0);
       uint64_t t = small ? std::min<uint64_t>(slots, std::min(budget / 2, l2_tile_bytes()) / per_col) : slots;
       if (small) t = t >= slots ? slots : std::max<uint64_t>(256, t / 256 * 256);

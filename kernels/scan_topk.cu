@@ -3,6 +3,7 @@
 // list in shared memory; at the end warp 0 merges the block's lists and the
 // block writes k candidates per query.
 #include <algorithm>
+#include <cstdlib>
 
 #include "row_dot.cuh"
 
@@ -17,7 +18,8 @@ __device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc0
 
 // Folds the lists of warps 1.. (warp w's at base + w * QB * k, its count at
 // counts[w * QB]) into warp 0's list `mine`.
-__device__ void fold_warps(WarpList& mine, const Cand* base, const int* counts, int qb, uint32_t k, const uint64_t* ids,
+template <class List>
+__device__ void fold_warps(List& mine, const Cand* base, const int* counts, int qb, uint32_t k, const uint64_t* ids,
                            int lane) {
   for (int w = 1; w < kWarps; ++w) {
     const Cand* other = base + static_cast<uint64_t>(w) * qb * k;
@@ -29,6 +31,19 @@ __device__ void fold_warps(WarpList& mine, const Cand* base, const int* counts, 
       mine.offer(has, c.key, c.slot, ids, lane);
     }
   }
+}
+
+// A warp's list for one query: in registers for k <= 32, else in shared
+// memory at `at`.
+template <class List>
+__device__ __forceinline__ List make_list(Cand* at, uint32_t k);
+template <>
+__device__ __forceinline__ WarpList make_list<WarpList>(Cand* at, uint32_t k) {
+  return WarpList{at, static_cast<int>(k), 0};
+}
+template <>
+__device__ __forceinline__ RegList make_list<RegList>(Cand*, uint32_t k) {
+  return RegList::make(static_cast<int>(k));
 }
 
 struct ScanSmem {
@@ -51,7 +66,7 @@ __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_
   }
 }
 
-template <class T, bool L2, int NVEC, int QB>
+template <class T, bool L2, int NVEC, int QB, class List>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                      uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
@@ -68,11 +83,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
 
-  WarpList wl[QB];
+  List wl[QB];
   float qn[QB];
 #pragma unroll
   for (int q = 0; q < QB; ++q) {
-    wl[q] = WarpList{lists + (warp * QB + q) * k, static_cast<int>(k), 0};
+    wl[q] = make_list<List>(lists + (warp * QB + q) * k, k);
     qn[q] = q < static_cast<int>(nq) ? qnorms[q] : 0.0f;
   }
   const size_t row_bytes = s.ld * sizeof(T);
@@ -108,18 +123,27 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (lane == 0)
-    for (int q = 0; q < QB; ++q) counts[warp * QB + q] = wl[q].n;
+#pragma unroll
+  for (int q = 0; q < QB; ++q) {
+    wl[q].store(lists + (warp * QB + q) * k, k, lane);
+    if (lane == 0) counts[warp * QB + q] = wl[q].n;
+  }
   __syncthreads();
   if (warp == 0) {
-    for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
-      WarpList& m = wl[q];
+#pragma unroll
+    for (int q = 0; q < QB; ++q) {
+      if (q >= static_cast<int>(nq)) break;
+      List& m = wl[q];
       fold_warps(m, lists + q * k, counts + q, QB, k, s.ids, lane);
+      // Block list to global memory (staged through this warp's own list area).
+      Cand* mine = lists + q * k;
+      m.store(mine, k, lane);
       Cand* out = cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
-      for (uint32_t j = lane; j < k; j += 32) out[j] = static_cast<int>(j) < m.n ? m.c[j] : empty_cand();
+      for (uint32_t j = lane; j < k; j += 32) out[j] = mine[j];
       // A full list's last key bounds the query's final k-th key from below.
       if (tail.ticket && lane == 0 && m.n == static_cast<int>(k))
-        atomicMax(tail.bound + q, ordered_bits(m.c[k - 1].key));
+        atomicMax(tail.bound + q, ordered_bits(mine[k - 1].key));
+      __syncwarp();
     }
   }
   if (!tail.ticket) return;
@@ -138,35 +162,38 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t bound_bits = __ldcg(tail.bound + q);
     // Compared as floats, so -0 and +0 stay equal as in ranks_before.
     const float bound = bound_bits == 0 ? -__int_as_float(0x7f800000) : from_ordered_bits(bound_bits);
-    const Cand* c = cand + static_cast<uint64_t>(q) * m_all;
-    WarpList w{lists + (warp * QB + q) * k, static_cast<int>(k), 0};
+    // Entries as one 8-byte word (key bits low, slot high), from L2.
+    const auto* c = reinterpret_cast<const unsigned long long*>(cand + static_cast<uint64_t>(q) * m_all);
+    List w = make_list<List>(lists + (warp * QB + q) * k, k);
     for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m_all; b += kThreads) {
       const uint64_t j = b + lane;
-      Cand x = empty_cand();
-      if (j < m_all) {
-        x.key = __ldcg(&c[j].key);
-        x.slot = __ldcg(&c[j].slot);
-      }
-      const bool has = x.slot != 0xffffffffu && x.key >= bound;
-      w.offer(has, x.key, x.slot, s.ids, lane);
+      const unsigned long long v = j < m_all ? __ldcg(c + j) : ~0ull;
+      const float key = __uint_as_float(static_cast<uint32_t>(v));
+      const uint32_t slot = static_cast<uint32_t>(v >> 32);
+      const bool has = slot != 0xffffffffu && key >= bound;
+      w.offer(has, key, slot, s.ids, lane);
     }
+    w.store(lists + (warp * QB + q) * k, k, lane);
     if (lane == 0) counts[warp * QB + q] = w.n;
     __syncthreads();
     if (warp == 0) {
       fold_warps(w, lists + q * k, counts + q, QB, k, s.ids, lane);
+      Cand* fin = lists + q * k;  // warp 0's own area
+      w.store(fin, k, lane);
+      const int n_fin = w.n;
       if (tail.out_ids) {
         // Straight to user ids and scores (emit_kernel's rule).
         uint64_t* oi = tail.out_ids + q * tail.k_out;
         float* os = tail.out_scores + q * tail.k_out;
         for (uint64_t j = lane; j < tail.k_out; j += 32) {
-          const bool have = j < static_cast<uint64_t>(w.n);
-          const Cand e = have ? w.c[j] : empty_cand();
+          const bool have = j < static_cast<uint64_t>(n_fin);
+          const Cand e = have ? fin[j] : empty_cand();
           oi[j] = have ? s.ids[e.slot] : ~0ull;
           os[j] = have ? (tail.negate ? -e.key : e.key) : __int_as_float(0x7fc00000);
         }
       } else {
         Cand* o = tail.lists + static_cast<uint64_t>(q) * k;
-        for (uint32_t j = lane; j < k; j += 32) o[j] = static_cast<int>(j) < w.n ? w.c[j] : empty_cand();
+        for (uint32_t j = lane; j < k; j += 32) o[j] = fin[j];
       }
     }
     __syncthreads();
@@ -216,13 +243,25 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
             "scan smem");
     kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail);
   };
+  // Register lists up to 32 entries, shared-memory lists beyond.
+  auto by_k = [&](auto reg, auto shared) { k <= 32 ? go(reg) : go(shared); };
   switch (s.ld) {
-    case 384: go(scan_topk_kernel<T, L2, 384 / V, QB>); break;
-    case 512: go(scan_topk_kernel<T, L2, 512 / V, QB>); break;
-    case 768: go(scan_topk_kernel<T, L2, 768 / V, QB>); break;
-    case 1024: go(scan_topk_kernel<T, L2, 1024 / V, QB>); break;
-    case 1536: go(scan_topk_kernel<T, L2, 1536 / V, QB>); break;
-    default: go(scan_topk_kernel<T, L2, 0, QB>); break;
+    case 384:
+      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList>);
+      break;
+    case 512:
+      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList>);
+      break;
+    case 768:
+      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList>);
+      break;
+    case 1024:
+      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList>);
+      break;
+    case 1536:
+      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList>);
+      break;
+    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList>, scan_topk_kernel<T, L2, 0, QB, WarpList>); break;
   }
 }
 
@@ -246,8 +285,13 @@ unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
   // stores still get at least two blocks per SM while each warp keeps four
   // rows (two steps of two), since the last block's merge of the block
   // lists is cheap (the bound filter drops most entries unread).
+  static const unsigned min_rows = [] {
+    const char* e = std::getenv("MNEMO_SCAN_MIN_ROWS");  // rows per warp at least (for measuring)
+    const int v = e ? std::atoi(e) : 0;
+    return v > 0 ? static_cast<unsigned>(v) : 4u;
+  }();
   const unsigned want = sm_count * 4;
-  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * 4);
+  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kWarps * min_rows);
   return std::max(1u, std::min(want, by_rows));
 }
 

@@ -327,9 +327,10 @@ void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k,
                          void* temp, size_t temp_bytes, cudaStream_t st) {
   const uint64_t total = static_cast<uint64_t>(nq) * k;
   auto* qc = static_cast<QCand*>(temp);
-  const size_t head = round256(total * sizeof(QCand));
-  // The prefilter's region sits at the end of temp.
-  auto* pf = static_cast<unsigned char*>(temp) + temp_bytes - prefilter_bytes(nq, k);
+  // temp: the candidates, the prefilter's region, then the sort's scratch
+  // (every region starts 256-byte aligned).
+  const size_t head = round256(total * sizeof(QCand)) + prefilter_bytes(nq, k);
+  auto* pf = static_cast<unsigned char*>(temp) + round256(total * sizeof(QCand));
   const uint32_t cap = compact_cap(k);
   auto* hist = reinterpret_cast<uint32_t*>(pf);
   pf += round256(static_cast<uint64_t>(nq) * kBins * 4);
@@ -359,7 +360,7 @@ void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k,
   }
   radix_select_kernel<<<nq, kThreads, 0, st>>>(keys, n, k, ids, c, qc);
   MNEMO_CUDA_LAUNCHED("radix_select_kernel");
-  size_t sort_bytes = temp_bytes - head - prefilter_bytes(nq, k);
+  size_t sort_bytes = temp_bytes - head;
   check(cub::DeviceMergeSort::SortKeys(static_cast<unsigned char*>(temp) + head, sort_bytes, qc,
                                        static_cast<int64_t>(total), SafeOrder{ids}, st),
         "DeviceMergeSort");

@@ -24,6 +24,15 @@ struct WarpList {
   int k;
   int n;  // filled entries, warp-uniform
 
+  // Entries [0, len) to out: the list, then empty entries (a no-op copy
+  // when out is the list itself).
+  __device__ void store(Cand* out, uint32_t len, int lane) const {
+    // Each lane reads and writes only its own indices.
+    for (uint32_t j = lane; j < len; j += 32)
+      out[j] = static_cast<int>(j) < n ? c[j] : Cand{__int_as_float(0x7fc00000), 0xffffffffu};
+    __syncwarp();
+  }
+
   // Whether (key, slot) would enter the list.
   __device__ __forceinline__ bool admits(float key, uint32_t slot, const uint64_t* ids) const {
     if (key != key) return false;
@@ -70,6 +79,59 @@ struct WarpList {
       const uint32_t ss = __shfl_sync(kFullMask, slot, src);
       if (admits(kk, ss, ids)) insert(kk, ss, ids, lane);
     }
+  }
+};
+
+// The same list for k <= 32 held in registers: lane j holds entry j, so an
+// insertion is one ballot and one shuffle, with no shared memory and no
+// warp barriers (the scan's common case, k = 10).
+struct RegList {
+  int k;
+  int n;  // filled entries, warp-uniform
+  float key;
+  uint32_t slot;
+  float worst_key;  // entry k - 1 once the list is full (warp-uniform)
+  uint32_t worst_slot;
+
+  __device__ static RegList make(int k_) { return RegList{k_, 0, 0.0f, 0xffffffffu, 0.0f, 0xffffffffu}; }
+
+  __device__ __forceinline__ bool admits(float kk, uint32_t ss, const uint64_t* ids) const {
+    if (kk != kk) return false;
+    if (n < k) return true;
+    return ranks_before(kk, ss, worst_key, worst_slot, ids);
+  }
+
+  // Insertion of an admitted candidate held identically by all lanes.
+  __device__ __forceinline__ void insert(float kk, uint32_t ss, const uint64_t* ids, int lane) {
+    const bool before = lane < n && ranks_before(key, slot, kk, ss, ids);
+    const int pos = __popc(__ballot_sync(kFullMask, before));
+    const float up_k = __shfl_up_sync(kFullMask, key, 1);
+    const uint32_t up_s = __shfl_up_sync(kFullMask, slot, 1);
+    if (lane > pos) key = up_k, slot = up_s;
+    if (lane == pos) key = kk, slot = ss;
+    if (n < k) ++n;
+    if (n == k) {
+      worst_key = __shfl_sync(kFullMask, key, k - 1);
+      worst_slot = __shfl_sync(kFullMask, slot, k - 1);
+    }
+  }
+
+  __device__ void offer(bool has, float kk, uint32_t ss, const uint64_t* ids, int lane) {
+    unsigned m = __ballot_sync(kFullMask, has && admits(kk, ss, ids));
+    while (m) {
+      const int src = __ffs(m) - 1;
+      m &= m - 1;
+      const float ck = __shfl_sync(kFullMask, kk, src);
+      const uint32_t cs = __shfl_sync(kFullMask, ss, src);
+      if (admits(ck, cs, ids)) insert(ck, cs, ids, lane);
+    }
+  }
+
+  // Entries [0, len) to out (len <= 32): the list, then empty entries.
+  __device__ void store(Cand* out, uint32_t len, int lane) const {
+    if (static_cast<uint32_t>(lane) < len)
+      out[lane] = lane < n ? Cand{key, slot} : Cand{__int_as_float(0x7fc00000), 0xffffffffu};
+    __syncwarp();
   }
 };
 
