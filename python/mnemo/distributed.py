@@ -29,7 +29,6 @@ on many hosts. See docs/distributed.md.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -69,25 +68,12 @@ class _Shard:
 
     def __init__(self, path: str, dim: int, dtype: str, metric: int, backend: str, threads: int,
                  sync_each: bool) -> None:
-        from . import Runtime
-        from ._cdefs import DurableOptions  # noqa: F401  (declared prototypes)
-        from ._lib import check, lib
-        from .store import Store, _parse_dtype
+        from . import Runtime, Store
 
         self._rt = Runtime(backend=backend, threads=threads)
-        opts = lib.mnemo_durable_options_default()
-        opts.sync = 0 if sync_each else 1
-        opts.dim = dim
-        opts.dtype = _parse_dtype(dtype)
-        opts.metric = metric
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        handle = ctypes.c_void_p()
-        check(lib.mnemo_store_open_durable(self._rt.handle, os.fsencode(path), ctypes.byref(opts),
-                                           ctypes.byref(handle)))
-        store = Store.__new__(Store)
-        store._handle = None
-        store._adopt(self._rt, handle.value)
-        self._store = store
+        self._store = Store.open_durable(self._rt, path, dim, dtype, metric,
+                                         sync="each_write" if sync_each else "os")
 
     def pid(self) -> int:
         return os.getpid()
@@ -118,8 +104,7 @@ class _Shard:
         return self._store.count()
 
     def checkpoint(self) -> None:
-        from ._lib import check, lib
-        check(lib.mnemo_store_checkpoint(self._store.handle))
+        self._store.checkpoint()
 
 
 class ShardedStore:

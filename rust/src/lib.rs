@@ -41,6 +41,7 @@
 
 mod aligned;
 mod dtype;
+mod durable;
 mod error;
 mod merge;
 mod ops;
@@ -68,6 +69,7 @@ pub mod sys;
 
 pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
+pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
 pub use merge::topk_merge;
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
