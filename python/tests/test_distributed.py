@@ -54,7 +54,7 @@ def test_sharded_store_survives_a_killed_actor(cluster, tmp_path):
     rng = np.random.default_rng(1234)
     metric = "l2sq"
     store = distributed.ShardedStore(str(tmp_path), DIM, metric=metric, shards=4, threads=1,
-                                     retries=20, retry_wait_s=0.25)
+                                     retries=60, retry_wait_s=0.5)
     n, batch = 1200, 100
     ids = rng.choice(10**9, size=n, replace=False).astype(np.uint64)
     vecs = rows(rng, n)
