@@ -27,7 +27,7 @@ bundle() {
   # Staged here, then packed: the uncompressed bundle (OpenBLAS alone is
   # 36 MB) would not fit what travels to the GPU machine.
   rm -rf .device && mkdir -p .device/bin .device/lib
-  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_demo; do
+  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_demo; do
     cp "$dir/bin/$b" .device/bin/
   done
   cp -P "$dir"/lib/libmnemo.so* "$dir"/lib/libmnemo_cuda.so .device/lib/
