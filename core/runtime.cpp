@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "backend_registry.h"
@@ -24,10 +25,15 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
   cfg.num_threads = opts_.num_threads;
   cfg.workspace_bytes = opts_.workspace_bytes;
   cpu_ = make_cpu_backend(cfg);
+  const uint32_t cpu_shards = std::max<uint32_t>(opts_.cpu_shards, 1);
   if (opts_.backend == BackendKind::cpu) {
     reason_ = "CPU backend requested";
+    shards_ = cpu_shards;
     return;
   }
+  // The first device decides between GPU and CPU as for one device.
+  if (!opts_.devices.empty()) cfg.device_id = opts_.devices[0];
+  if (opts_.all_devices) cfg.device_id = 0;
   std::string why;
   Code code;
   gpu_ = make_cuda_backend(cfg, why, code);
@@ -52,6 +58,48 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts) {
   } else {
     reason_ = "AUTO: using the CPU because " + why;
   }
+  if (!gpu_) {
+    shards_ = cpu_shards;
+    return;
+  }
+  open_more_devices(cfg);
+}
+
+void Runtime::open_more_devices(const BackendConfig& first) {
+  devices_.push_back(first.device_id);
+  shard_gpus_.push_back(gpu_.get());
+  std::vector<int32_t> rest;
+  if (opts_.all_devices) {
+    // Every visible device: ids until the module says there is no such one.
+    for (int32_t id = 1;; ++id) {
+      BackendConfig cfg = first;
+      cfg.device_id = id;
+      std::string why;
+      Code code;
+      auto be = make_cuda_backend(cfg, why, code);
+      if (!be) {
+        if (code == Code::out_of_range) break;
+        fail(code, "device " + std::to_string(id) + ": " + why);
+      }
+      devices_.push_back(id);
+      shard_gpus_.push_back(be.get());
+      more_gpus_.push_back(std::move(be));
+    }
+  } else {
+    for (size_t i = 1; i < opts_.devices.size(); ++i) {
+      BackendConfig cfg = first;
+      cfg.device_id = opts_.devices[i];
+      std::string why;
+      Code code;
+      auto be = make_cuda_backend(cfg, why, code);
+      if (!be) fail(code, "devices[" + std::to_string(i) + "] = " + std::to_string(cfg.device_id) + ": " + why);
+      devices_.push_back(cfg.device_id);
+      shard_gpus_.push_back(be.get());
+      more_gpus_.push_back(std::move(be));
+    }
+  }
+  shards_ = static_cast<uint32_t>(devices_.size());
+  if (shards_ > 1) reason_ += "; stores sharded over " + std::to_string(shards_) + " devices";
 }
 
 Runtime::~Runtime() = default;
@@ -84,7 +132,9 @@ RuntimeReport Runtime::report() const {
   r.requested = opts_.backend;
   r.active = gpu_ ? BackendKind::cuda : BackendKind::cpu;
   r.precision = opts_.precision;
-  r.device_id = gpu_ ? opts_.device_id : -1;
+  r.device_id = gpu_ ? devices_.front() : -1;
+  r.devices = devices_;
+  r.shards = shards_;
   r.num_threads = opts_.num_threads;
   // A CPU runtime never starts CUDA; asking for its report probes once.
   std::string why;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 
@@ -17,12 +18,20 @@ struct RuntimeOptions {
   uint32_t num_threads = 0;  // 0 = all cores
   bool validate = true;
   uint64_t workspace_bytes = 0;  // 0 = default
+  // Sharding (store_shards.cpp). CPU: `cpu_shards` shards per store (0 or 1:
+  // none). CUDA: one shard per device of `devices`; empty = device_id alone;
+  // `all_devices` = every visible device.
+  uint32_t cpu_shards = 0;
+  std::vector<int32_t> devices;
+  bool all_devices = false;
 };
 
 struct RuntimeReport {
   BackendKind requested, active;
   Precision precision;
   int32_t device_id;
+  std::vector<int32_t> devices;  // one per shard of a GPU runtime
+  uint32_t shards;               // shards of each store (1: unsharded)
   uint32_t num_threads;
   bool cuda_available;
   uint64_t auto_gpu_min_bytes;
@@ -71,10 +80,24 @@ class Runtime {
   Backend& store_home() const { return gpu_ ? *gpu_ : *cpu_; }
   RuntimeReport report() const;
 
+  // Shards of every store made on this runtime (1: a store is not sharded).
+  uint32_t shard_count() const { return shards_; }
+  // The GPU backend of shard i (one per device), or null on a CPU runtime.
+  Backend* shard_gpu(uint32_t i) const { return shard_gpus_.empty() ? nullptr : shard_gpus_[i]; }
+  // The backend whose memory shard i lives in.
+  Backend& shard_home(uint32_t i) const { return shard_gpus_.empty() ? *cpu_ : *shard_gpus_[i]; }
+
  private:
   RuntimeOptions opts_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<Backend> gpu_;
+  // A sharded GPU runtime: the backends of the devices after the first
+  // (gpu_), and every device's backend in shard order.
+  std::vector<std::unique_ptr<Backend>> more_gpus_;
+  std::vector<Backend*> shard_gpus_;
+  std::vector<int32_t> devices_;
+  uint32_t shards_ = 1;
+  void open_more_devices(const BackendConfig& cfg);
   std::string reason_;
 };
 

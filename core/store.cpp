@@ -14,7 +14,19 @@ namespace mnemo {
 
 Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric)
     : rt_(rt), dim_(dim), dtype_(dtype), metric_(metric), row_bytes_(dim * dtype_size(dtype)) {
-  mirror_ = rt_.store_home().attach_store(view());
+  home_ = &rt_.store_home();
+  if (rt_.shard_count() > 1) {
+    for (uint32_t i = 0; i < rt_.shard_count(); ++i)
+      shards_.push_back(std::unique_ptr<Store>(new Store(rt, dim, dtype, metric, i)));
+    return;
+  }
+  mirror_ = home_->attach_store(view());
+}
+
+Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard)
+    : rt_(rt), dim_(dim), dtype_(dtype), metric_(metric), row_bytes_(dim * dtype_size(dtype)) {
+  home_ = &rt_.shard_home(shard);
+  mirror_ = home_->attach_store(view());
 }
 
 Store::~Store() = default;
@@ -53,6 +65,11 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
 }
 
 void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal) {
+  if (!shards_.empty()) {
+    if (journal && journal_)
+      journal_->append(JournalOp::add, count, vdt, ids, vectors, checked_mul(count, dim_, dtype_size(vdt), "vectors"));
+    return sharded_add(ids, vectors, vdt, count);
+  }
   // Plan first: which ids are new (repeated ids in the batch count once), so
   // every allocation happens before the store changes.
   std::unordered_map<uint64_t, uint64_t> fresh;  // id -> new slot
@@ -105,9 +122,11 @@ uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal)
   if (journal && journal_) {
     // Only removals that change something are journaled.
     bool any = false;
-    for (uint64_t i = 0; i < count && !any; ++i) any = slot_of_.count(ids[i]) != 0;
+    for (uint64_t i = 0; i < count && !any; ++i)
+      any = shards_.empty() ? slot_of_.count(ids[i]) != 0 : owner_of(ids[i]) < shards_.size();
     if (any) journal_->append(JournalOp::remove, count, DType::f32, ids, nullptr, 0);
   }
+  if (!shards_.empty()) return sharded_remove(ids, count);
   uint64_t removed = 0, lo = UINT64_MAX, hi = 0;
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -154,16 +173,33 @@ void Store::compact() {
 
 uint64_t Store::count() const {
   auto lock = read_lock();
-  return slot_of_.size();
+  uint64_t n = slot_of_.size();
+  for (const auto& sh : shards_) n += sh->slot_of_.size();
+  return n;
 }
 
 uint64_t Store::slot_count() const {
   auto lock = read_lock();
-  return slot_ids_.size();
+  uint64_t n = slot_ids_.size();
+  for (const auto& sh : shards_) n += sh->slot_ids_.size();
+  return n;
 }
 
 bool Store::slot_of(uint64_t id, uint64_t& slot) const {
   auto lock = read_lock();
+  if (!shards_.empty()) {
+    // A sharded store's slots are its shards' slots end to end.
+    uint64_t base = 0;
+    for (const auto& sh : shards_) {
+      auto it = sh->slot_of_.find(id);
+      if (it != sh->slot_of_.end()) {
+        slot = base + it->second;
+        return true;
+      }
+      base += sh->slot_ids_.size();
+    }
+    return false;
+  }
   auto it = slot_of_.find(id);
   if (it == slot_of_.end()) return false;
   slot = it->second;
@@ -172,6 +208,10 @@ bool Store::slot_of(uint64_t id, uint64_t& slot) const {
 
 bool Store::get(uint64_t id, float* out) const {
   auto lock = read_lock();
+  if (!shards_.empty()) {
+    const size_t o = owner_of(id);
+    return o < shards_.size() && shards_[o]->get(id, out);
+  }
   auto it = slot_of_.find(id);
   if (it == slot_of_.end()) return false;
   convert(vectors_.data() + it->second * row_bytes_, dtype_, out, DType::f32, dim_);
@@ -184,15 +224,24 @@ void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
 }
 
 void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal) {
+  // Slots here, or owning shards of a sharded store.
   std::vector<uint64_t> slots(count);
   for (uint64_t i = 0; i < count; ++i) {
-    auto it = slot_of_.find(ids[i]);
-    if (it == slot_of_.end())
+    bool found;
+    if (shards_.empty()) {
+      auto it = slot_of_.find(ids[i]);
+      found = it != slot_of_.end();
+      if (found) slots[i] = it->second;
+    } else {
+      slots[i] = owner_of(ids[i]);
+      found = slots[i] < shards_.size();
+    }
+    if (!found)
       fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
-    slots[i] = it->second;
   }
   if (count == 0) return;
   if (journal && journal_) journal_->append(JournalOp::set_bias, count, DType::f32, ids, biases, count * 4);
+  if (!shards_.empty()) return sharded_set_bias(ids, biases, slots.data(), count);
   for (uint64_t i = 0; i < count; ++i) biases_[slots[i]] = biases[i];
   const auto [lo, hi] = std::minmax_element(slots.begin(), slots.end());
   mirror_update(*lo, *hi - *lo + 1);
@@ -201,6 +250,12 @@ void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t c
 void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
                    uint64_t* out_ids, float* out_scores, const Placement& place) const {
   auto lock = read_lock();
+  if (!shards_.empty()) {
+    // Queries and results on one device cannot serve shards on several.
+    if (place.on_device)
+      fail(Code::unsupported, "device-pointer search of a store sharded over several devices (use host buffers)");
+    return sharded_search(queries, nq, k, filter, apply_bias, out_ids, out_scores);
+  }
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;
   const uint64_t* allow_ptr = nullptr;
@@ -217,12 +272,18 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
     }
     allow_ptr = allow.data();
   }
-  const StoreView v = view();
   Backend& be = place.on_device ? rt_.device_backend(Op::search)
                                 : rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  search_locked(queries, nq, k, allow_ptr, apply_bias, &be == home_, out_ids, out_scores, place);
+}
+
+void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr, bool apply_bias,
+                          bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place) const {
+  const StoreView v = view();
+  Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;
   a.store = &v;
-  a.mirror = (&be == &rt_.store_home()) ? mirror_.get() : nullptr;
+  a.mirror = on_home ? mirror_.get() : nullptr;
   if (place.on_device && a.mirror == nullptr)
     fail(Code::backend_unavailable, "device pointers need a store held by the GPU; this one is in host memory");
   a.place = place;
@@ -244,6 +305,16 @@ StoreContents Store::snapshot() const {
 
 StoreContents Store::contents_locked() const {
   StoreContents c{dim_, dtype_, metric_, {}, {}, {}, journal_ ? journal_->last_seq() : 0};
+  if (!shards_.empty()) {
+    // The shards' rows end to end: one snapshot for the whole store.
+    for (const auto& sh : shards_) {
+      StoreContents part = sh->contents_locked();
+      c.ids.insert(c.ids.end(), part.ids.begin(), part.ids.end());
+      c.vectors.insert(c.vectors.end(), part.vectors.begin(), part.vectors.end());
+      c.biases.insert(c.biases.end(), part.biases.begin(), part.biases.end());
+    }
+    return c;
+  }
   c.ids.reserve(slot_of_.size());
   c.vectors.reserve(slot_of_.size() * row_bytes_);
   c.biases.reserve(slot_of_.size());
@@ -268,6 +339,16 @@ StoreStats Store::stats() const {
                   biases_.capacity() * sizeof(float) + slot_of_.bucket_count() * sizeof(void*) +
                   slot_of_.size() * (2 * sizeof(uint64_t) + sizeof(void*));
   st.device_bytes = mirror_ ? mirror_->device_bytes() : 0;
+  if (shards_.empty()) st.shard_vectors.push_back(st.vectors);
+  for (const auto& sh : shards_) {
+    const StoreStats part = sh->stats();
+    st.vectors += part.vectors;
+    st.tombstones += part.tombstones;
+    st.slots += part.slots;
+    st.host_bytes += part.host_bytes;
+    st.device_bytes += part.device_bytes;
+    st.shard_vectors.push_back(part.vectors);
+  }
   st.durable = journal_ != nullptr;
   if (journal_) {
     st.journal_records = journal_->records();

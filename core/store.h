@@ -43,12 +43,16 @@ struct StoreStats {
   uint64_t vectors, tombstones, slots, host_bytes, device_bytes;
   bool durable;
   uint64_t journal_records, journal_bytes, seq;
+  std::vector<uint64_t> shard_vectors;  // live vectors per shard (one entry unsharded)
 };
 
 class Store {
  public:
+  // Sharded when the runtime says so (rt.shard_count() > 1): the store then
+  // holds one sub-store per shard and routes every call (store_shards.cpp).
   Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric);
   ~Store();
+  uint32_t shard_count() const { return shards_.empty() ? 1u : static_cast<uint32_t>(shards_.size()); }
 
   uint64_t dim() const { return dim_; }
   DType dtype() const { return dtype_; }
@@ -83,8 +87,23 @@ class Store {
   void checkpoint();
 
  private:
+  // One shard of a sharded store, living in rt.shard_home(shard).
+  Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard);
   StoreView view() const;
   StoreContents contents_locked() const;
+  // Searches with the caller's bitmap (or none) on this store's own backend
+  // (on_home) or the CPU, without taking the lock (the caller holds it).
+  void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, bool apply_bias,
+                     bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
+  // The sharded forms of the calls above (store_shards.cpp), under the
+  // parent's lock; the parent's journal records each write once.
+  void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count);
+  uint64_t sharded_remove(const uint64_t* ids, uint64_t count);
+  void sharded_set_bias(const uint64_t* ids, const float* biases, const uint64_t* owners, uint64_t count);
+  void sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
+                      uint64_t* out_ids, float* out_scores) const;
+  // The shard holding `id`, or shards_.size().
+  size_t owner_of(uint64_t id) const;
   void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal);
   uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
   void set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal);
@@ -108,6 +127,8 @@ class Store {
   std::unordered_map<uint64_t, uint64_t> slot_of_;
   uint64_t dead_ = 0;
   std::unique_ptr<StoreMirror> mirror_;
+  Backend* home_ = nullptr;                     // the backend this store's memory lives in
+  std::vector<std::unique_ptr<Store>> shards_;  // empty unless sharded
   std::unique_ptr<Journal> journal_;
   std::string snapshot_path_;
 };

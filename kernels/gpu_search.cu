@@ -141,9 +141,12 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   const uint64_t ld = s.ld;
   const uint32_t slots = s.slots;
   const bool use_gemm = nq >= kGemmMinQueries && slots > 0;
-  // Candidates from the GEMM path are re-scored exactly in FAST mode and for
-  // L2 (computed there by expansion); keep extra so near-ties survive.
-  const bool rescore = use_gemm && (fast || s.metric == KeyMetric::l2);
+  // Candidates from the GEMM path are always re-scored by the per-row exact
+  // kernel (keeping extra so near-ties survive): FAST and L2 (expanded) keys
+  // need it, and a cuBLAS result for a row may depend on the GEMM's shape,
+  // so only re-scored keys are the same in a store of any size (a shard of
+  // a sharded store, and the unsharded store, return the same bits).
+  const bool rescore = use_gemm;
   const uint32_t kc = search_list_length(slots, k, rescore);
   const bool small = kc <= static_cast<uint32_t>(kSmallKMax);
   const uint64_t budget = std::max<uint64_t>(workspace, 64ull << 20);
@@ -261,12 +264,15 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       }
       if (small) launch_merge(cand, n, cand_stride, kc, s.ids, lists + q0 * kc, st);
     }
-    if (rescore) {
-      launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
-      if (!small) {
-        const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
-        sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx.scratch(tb), tb, st);
-      }
+  }
+  // Also after the exact-keys fallback that a large store takes instead of
+  // the GEMM path: every batch of queries then ends with the same per-row
+  // kernel's keys, whichever path the store's size chose.
+  if (rescore) {
+    launch_rescore(s, q, qn, static_cast<uint32_t>(nq), lists, kc, st);
+    if (!small) {
+      const size_t tb = large_select_temp_bytes(static_cast<uint32_t>(nq), kc);
+      sort_lists(lists, static_cast<uint32_t>(nq), kc, s.ids, ctx.scratch(tb), tb, st);
     }
   }
   const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(k, kc));

@@ -19,6 +19,20 @@ __device__ __forceinline__ bool ranks_before(float ka, uint32_t sa, float kb, ui
   return ka > kb || (ka == kb && ids[sa] < ids[sb]);
 }
 
+// Offers each lane's candidate (has = true) to a list (WarpList or
+// RegList): those that enter are inserted one after another.
+template <class List>
+__device__ void offer_each(List& l, bool has, float key, uint32_t slot, const uint64_t* ids, int lane) {
+  unsigned m = __ballot_sync(kFullMask, has && l.admits(key, slot, ids));
+  while (m) {
+    const int src = __ffs(m) - 1;
+    m &= m - 1;
+    const float kk = __shfl_sync(kFullMask, key, src);
+    const uint32_t ss = __shfl_sync(kFullMask, slot, src);
+    if (l.admits(kk, ss, ids)) l.insert(kk, ss, ids, lane);
+  }
+}
+
 struct WarpList {
   Cand* c;  // [k] in shared (or global) memory
   int k;
@@ -71,14 +85,7 @@ struct WarpList {
   // Each lane may hold one candidate (has = true); those that enter are
   // inserted one after another.
   __device__ void offer(bool has, float key, uint32_t slot, const uint64_t* ids, int lane) {
-    unsigned m = __ballot_sync(kFullMask, has && admits(key, slot, ids));
-    while (m) {
-      const int src = __ffs(m) - 1;
-      m &= m - 1;
-      const float kk = __shfl_sync(kFullMask, key, src);
-      const uint32_t ss = __shfl_sync(kFullMask, slot, src);
-      if (admits(kk, ss, ids)) insert(kk, ss, ids, lane);
-    }
+    offer_each(*this, has, key, slot, ids, lane);
   }
 };
 
@@ -117,14 +124,7 @@ struct RegList {
   }
 
   __device__ void offer(bool has, float kk, uint32_t ss, const uint64_t* ids, int lane) {
-    unsigned m = __ballot_sync(kFullMask, has && admits(kk, ss, ids));
-    while (m) {
-      const int src = __ffs(m) - 1;
-      m &= m - 1;
-      const float ck = __shfl_sync(kFullMask, kk, src);
-      const uint32_t cs = __shfl_sync(kFullMask, ss, src);
-      if (admits(ck, cs, ids)) insert(ck, cs, ids, lane);
-    }
+    offer_each(*this, has, kk, ss, ids, lane);
   }
 
   // Entries [0, len) to out (len <= 32): the list, then empty entries.

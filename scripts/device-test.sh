@@ -27,7 +27,7 @@ bundle() {
   # Staged here, then packed: the uncompressed bundle (OpenBLAS alone is
   # 36 MB) would not fit what travels to the GPU machine.
   rm -rf .device && mkdir -p .device/bin .device/lib
-  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_demo; do
+  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_demo; do
     cp "$dir/bin/$b" .device/bin/
   done
   cp -P "$dir"/lib/libmnemo.so* "$dir"/lib/libmnemo_cuda.so .device/lib/
@@ -135,6 +135,10 @@ run() {
     results+=("$([ $rc -eq 0 ] && echo pass || echo "FAIL rc=$rc") ($((SECONDS - t0)) s)")
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? (passed|failed)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -n 3 >/dev/null
   }
+  # MNEMO_RUN_PART=tests runs the suites only, =bench the benchmark and its
+  # peers only (two calls that each fit a 10-minute limit); unset, both.
+  local part=${MNEMO_RUN_PART:-all}
+  if [ "$part" != bench ]; then
   step "gpu tests" 300 .device/bin/mnemo_gpu_tests
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
@@ -155,12 +159,15 @@ run() {
   fi
   step "gpu precision fuzz" $((${MNEMO_FUZZ_SECONDS:-150} + 60)) bash scripts/device-fuzz.sh run .device/fuzz "$out/fuzz" \
     "${MNEMO_FUZZ_SECONDS:-150}"
+  fi
+  if [ "$part" != tests ]; then
   step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
   step "torch ops peer" 200 python3 bench/gpu/torch_ops_peer.py "$out/torch_ops.jsonl"
   cat "$out/torch_ops.jsonl" >>"$out/torch_gpu.jsonl" 2>/dev/null
   grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
+  fi
   echo
   echo "== precision fuzz"
   sed -n '/^fuzz_precision on/,$p' "$log" | head -n 12

@@ -16,7 +16,7 @@
 
 #if defined(__x86_64__) && defined(__LP64__)
 
-ABI_CHECK(sizeof(mnemo_runtime_options) == 32);
+ABI_CHECK(sizeof(mnemo_runtime_options) == 48);
 ABI_CHECK(offsetof(mnemo_runtime_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_runtime_options, backend) == 4);
 ABI_CHECK(offsetof(mnemo_runtime_options, precision) == 8);
@@ -24,8 +24,11 @@ ABI_CHECK(offsetof(mnemo_runtime_options, device_id) == 12);
 ABI_CHECK(offsetof(mnemo_runtime_options, num_threads) == 16);
 ABI_CHECK(offsetof(mnemo_runtime_options, validate) == 20);
 ABI_CHECK(offsetof(mnemo_runtime_options, workspace_bytes) == 24);
+ABI_CHECK(offsetof(mnemo_runtime_options, cpu_shards) == 32);
+ABI_CHECK(offsetof(mnemo_runtime_options, device_count) == 36);
+ABI_CHECK(offsetof(mnemo_runtime_options, device_ids) == 40);
 
-ABI_CHECK(sizeof(mnemo_runtime_report) == 424);
+ABI_CHECK(sizeof(mnemo_runtime_report) == 688);
 ABI_CHECK(offsetof(mnemo_runtime_report, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_runtime_report, backend_requested) == 4);
 ABI_CHECK(offsetof(mnemo_runtime_report, backend_active) == 8);
@@ -37,6 +40,9 @@ ABI_CHECK(offsetof(mnemo_runtime_report, reserved0) == 28);
 ABI_CHECK(offsetof(mnemo_runtime_report, auto_gpu_min_bytes) == 32);
 ABI_CHECK(offsetof(mnemo_runtime_report, device_name) == 40);
 ABI_CHECK(offsetof(mnemo_runtime_report, reason) == 168);
+ABI_CHECK(offsetof(mnemo_runtime_report, shards) == 424);
+ABI_CHECK(offsetof(mnemo_runtime_report, device_count) == 428);
+ABI_CHECK(offsetof(mnemo_runtime_report, devices) == 432);
 
 ABI_CHECK(sizeof(mnemo_search_options) == 40);
 ABI_CHECK(offsetof(mnemo_search_options, struct_size) == 0);
@@ -55,7 +61,7 @@ ABI_CHECK(offsetof(mnemo_durable_options, dim) == 16);
 ABI_CHECK(offsetof(mnemo_durable_options, dtype) == 24);
 ABI_CHECK(offsetof(mnemo_durable_options, metric) == 28);
 
-ABI_CHECK(sizeof(mnemo_store_statistics) == 72);
+ABI_CHECK(sizeof(mnemo_store_statistics) == 592);
 ABI_CHECK(offsetof(mnemo_store_statistics, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_store_statistics, durable) == 4);
 ABI_CHECK(offsetof(mnemo_store_statistics, vectors) == 8);
@@ -66,6 +72,9 @@ ABI_CHECK(offsetof(mnemo_store_statistics, device_bytes) == 40);
 ABI_CHECK(offsetof(mnemo_store_statistics, journal_records) == 48);
 ABI_CHECK(offsetof(mnemo_store_statistics, journal_bytes) == 56);
 ABI_CHECK(offsetof(mnemo_store_statistics, sequence) == 64);
+ABI_CHECK(offsetof(mnemo_store_statistics, shards) == 72);
+ABI_CHECK(offsetof(mnemo_store_statistics, reserved1) == 76);
+ABI_CHECK(offsetof(mnemo_store_statistics, shard_vectors) == 80);
 
 ABI_CHECK(sizeof(mnemo_resample_options) == 24);
 ABI_CHECK(offsetof(mnemo_resample_options, struct_size) == 0);

@@ -84,6 +84,11 @@ extern "C" {
 /* The id written into result slots that have no candidate; never a valid id. */
 #define MNEMO_NO_ID UINT64_MAX
 
+/* Most shards of one store (see "Sharded stores and the top-k merge"). */
+#define MNEMO_MAX_SHARDS 64
+/* mnemo_runtime_options.device_count: every visible CUDA device. */
+#define MNEMO_ALL_DEVICES 0xFFFFFFFFu
+
 #if defined(_WIN32)
 #define MNEMO_API
 #elif defined(__GNUC__) || defined(__clang__)
@@ -214,6 +219,14 @@ typedef struct mnemo_runtime_options {
   uint32_t num_threads;     /* CPU threads; 0 = one per available core */
   uint32_t validate;        /* 1 = refuse NaN/Inf inputs (default), 0 = skip */
   uint64_t workspace_bytes; /* GPU scratch bound; 0 = default (1 GiB) */
+  /* Sharding, see "Sharded stores and the top-k merge". A caller whose
+     struct_size ends before these fields gets their defaults (no sharding).
+     cpu_shards applies when the runtime runs on the CPU (backend CPU, or AUTO
+     without a usable GPU); the device fields when it runs on CUDA, where the
+     first device listed also plays device_id's part. */
+  uint32_t cpu_shards;       /* CPU runtime: shards of each store, 0 or 1 = none, at most MNEMO_MAX_SHARDS */
+  uint32_t device_count;     /* CUDA: devices to shard over; 0 = device_id alone; MNEMO_ALL_DEVICES = all */
+  const int32_t* device_ids; /* [device_count] distinct ordinals; NULL = 0 .. device_count - 1 */
 } mnemo_runtime_options;
 
 MNEMO_API mnemo_runtime_options mnemo_runtime_options_default(void);
@@ -221,7 +234,8 @@ MNEMO_API mnemo_runtime_options mnemo_runtime_options_default(void);
 /* Creates a runtime. opts may be NULL (defaults).
    Errors: NULL_POINTER (out), INVALID_ARGUMENT (struct_size smaller than the
    first version of the struct, unknown backend or precision, validate not 0
-   or 1), OUT_OF_RANGE (device_id), BACKEND_UNAVAILABLE (backend CUDA without
+   or 1, cpu_shards or device_count above MNEMO_MAX_SHARDS, a repeated
+   device), OUT_OF_RANGE (device_id, a device of device_ids), BACKEND_UNAVAILABLE (backend CUDA without
    a usable GPU; the message says why), OUT_OF_MEMORY.
    Thread safety: may be called from any thread. */
 MNEMO_API mnemo_status mnemo_runtime_create(const mnemo_runtime_options* opts, mnemo_runtime** out);
@@ -243,6 +257,10 @@ typedef struct mnemo_runtime_report {
   uint64_t auto_gpu_min_bytes; /* AUTO: work touching fewer bytes runs on CPU */
   char device_name[128];       /* GPU name, or the CPU SIMD level for CPU */
   char reason[256];            /* why this backend (and why not CUDA) */
+  /* Sharding (absent from a struct_size that ends before them). */
+  uint32_t shards;                   /* shards of each store; 1 = unsharded */
+  uint32_t device_count;             /* CUDA devices in use, one per shard; 0 on the CPU */
+  int32_t devices[MNEMO_MAX_SHARDS]; /* their ordinals, in shard order */
 } mnemo_runtime_report;
 
 /* Fills *info. The caller sets info->struct_size first; a larger struct from a
@@ -387,8 +405,9 @@ MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float*
    they were called. With validation on (the default) the queries' non-finite
    check runs on the device and waits for the stream before the search is
    queued. Same results, order, ties and padding as mnemo_store_search.
-   Errors: those of mnemo_store_search, and BACKEND_UNAVAILABLE (the store is
-   not held by a GPU). Thread safety: as mnemo_store_search. */
+   Errors: those of mnemo_store_search, BACKEND_UNAVAILABLE (the store is
+   not held by a GPU), UNSUPPORTED (a store sharded over several GPUs; search
+   it with mnemo_store_search). Thread safety: as mnemo_store_search. */
 MNEMO_API mnemo_status mnemo_store_search_device(const mnemo_store* store, const float* queries, uint64_t nq,
                                                  uint64_t k, const mnemo_search_options* opts, uint64_t* ids,
                                                  float* scores, void* stream);
@@ -470,11 +489,61 @@ typedef struct mnemo_store_statistics {
   uint64_t journal_records; /* writes journaled since the last snapshot */
   uint64_t journal_bytes;   /* size of the journal file */
   uint64_t sequence;        /* number of the last journaled write */
+  /* Sharding (absent from a struct_size that ends before them). */
+  uint32_t shards;                          /* shards of the store; 1 = unsharded */
+  uint32_t reserved1;                       /* zero */
+  uint64_t shard_vectors[MNEMO_MAX_SHARDS]; /* live vectors of each shard */
 } mnemo_store_statistics;
 
 /* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
    Thread safety: runs alongside searches. */
 MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_statistics* out);
+
+/* ------------------------------------------------------------------------ */
+/* Sharded stores and the top-k merge                                        */
+/* ------------------------------------------------------------------------ */
+
+/* A runtime created with cpu_shards > 1 (CPU backend) or with several CUDA
+   devices (device_count > 1 or MNEMO_ALL_DEVICES) shards every store made on
+   it: each shard holds part of the memories, on its own device (CUDA) or in
+   host memory (CPU). The store behaves as one store in every call:
+   - a new id goes to the shard holding the fewest memories at that moment,
+     so shards stay balanced by count; an existing id (upsert, remove,
+     set_bias, get) is routed to its shard; removes may empty a shard;
+   - a search runs on all shards at once (on a GPU runtime each shard on its
+     own device and stream, with no waiting between shards), then the
+     per-shard results are merged by mnemo_topk_merge's rule. Results are
+     identical, bit for bit and ties included, to an unsharded store of the
+     same memories on one such device (AUTO decides CPU or GPU once, from the
+     whole store's size);
+   - slots (mnemo_store_slot_count, mnemo_store_slot_of, slot bitmaps) are
+     the shards' slots end to end, shard 0 first;
+   - a durable sharded store has one snapshot and one journal for the whole
+     store, exactly as an unsharded one: the files do not record the shards
+     and open on a runtime with any shard count;
+   - mnemo_runtime_info reports the shards and devices, mnemo_store_stats
+     the live vectors per shard;
+   - mnemo_store_search_device does not take a sharded store (UNSUPPORTED):
+     its buffers live on one device and the shards on several.
+   Threading is that of any store. */
+
+/* Merges n_lists result lists of one search into one: ids and scores are
+   [n_lists x nq x k] (list l, query q, place j at (l * nq + q) * k + j), as
+   mnemo_store_search writes them, from disjoint or overlapping parts (shards,
+   hosts, replicas); out_ids, out_scores are [nq x k]. Row q of the output
+   holds the k best entries of the rows q of all lists, in the search order:
+   best first by `metric` (higher score for COSINE and DOT, lower for L2SQ),
+   equal scores to the smaller id. Entries with id MNEMO_NO_ID or a NaN score
+   are padding and skipped; an id present in several lists is kept once, at
+   its best place; fewer than k entries leave id MNEMO_NO_ID, score NaN. The
+   input lists need not be sorted. Scores are copied bit for bit.
+   nq = 0 does nothing; n_lists = 0 writes padding only.
+   Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (metric, k = 0, an
+   output overlapping an input or the other output), OVERFLOW. Nothing is
+   written on error.
+   Thread safety: a pure function; any thread, concurrently. */
+MNEMO_API mnemo_status mnemo_topk_merge(int32_t metric, uint64_t n_lists, uint64_t nq, uint64_t k, const uint64_t* ids,
+                                        const float* scores, uint64_t* out_ids, float* out_scores);
 
 /* ------------------------------------------------------------------------ */
 /* Pair scoring                                                              */

@@ -1,4 +1,6 @@
 // Durable stores (snapshot + journal) and store statistics.
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -12,7 +14,7 @@ using namespace mnemo;
 namespace {
 
 constexpr uint32_t kDurableOptionsV1 = sizeof(mnemo_durable_options);
-constexpr uint32_t kStatisticsV1 = sizeof(mnemo_store_statistics);
+constexpr uint32_t kStatisticsV1 = offsetof(mnemo_store_statistics, shards);
 constexpr uint64_t kMaxDim = 65536;
 
 }  // namespace
@@ -83,7 +85,11 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
     o.journal_records = st.journal_records;
     o.journal_bytes = st.journal_bytes;
     o.sequence = st.seq;
-    std::memcpy(out, &o, sizeof o);  // only the prefix this library knows
+    o.shards = static_cast<uint32_t>(st.shard_vectors.size());
+    for (size_t i = 0; i < st.shard_vectors.size() && i < MNEMO_MAX_SHARDS; ++i)
+      o.shard_vectors[i] = st.shard_vectors[i];
+    // Only the prefix both this library and the caller know.
+    std::memcpy(out, &o, std::min<size_t>(out->struct_size, sizeof o));
   });
 }
 

@@ -8,6 +8,10 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_float, c_int32,
 
 c_status = c_int32
 
+# MNEMO_MAX_SHARDS and MNEMO_ALL_DEVICES.
+MAX_SHARDS = 64
+ALL_DEVICES = 0xFFFFFFFF
+
 
 class RuntimeOptions(Structure):
     """struct mnemo_runtime_options."""
@@ -20,6 +24,9 @@ class RuntimeOptions(Structure):
         ("num_threads", c_uint32),
         ("validate", c_uint32),
         ("workspace_bytes", c_uint64),
+        ("cpu_shards", c_uint32),
+        ("device_count", c_uint32),
+        ("device_ids", c_void_p),
     ]
 
 
@@ -38,6 +45,9 @@ class RuntimeReport(Structure):
         ("auto_gpu_min_bytes", c_uint64),
         ("device_name", c_char * 128),
         ("reason", c_char * 256),
+        ("shards", c_uint32),
+        ("device_count", c_uint32),
+        ("devices", c_int32 * MAX_SHARDS),
     ]
 
 
@@ -52,17 +62,6 @@ class SearchOptions(Structure):
         ("filter_count", c_uint64),
         ("apply_bias", c_uint32),
         ("reserved0", c_uint32),
-    ]
-
-
-class ResampleOptions(Structure):
-    """struct mnemo_resample_options."""
-
-    _fields_ = [
-        ("struct_size", c_uint32),
-        ("reserved0", c_uint32),
-        ("src_lengths", c_void_p),
-        ("tgt_lengths", c_void_p),
     ]
 
 
@@ -93,6 +92,20 @@ class StoreStatistics(Structure):
         ("journal_records", c_uint64),
         ("journal_bytes", c_uint64),
         ("sequence", c_uint64),
+        ("shards", c_uint32),
+        ("reserved1", c_uint32),
+        ("shard_vectors", c_uint64 * MAX_SHARDS),
+    ]
+
+
+class ResampleOptions(Structure):
+    """struct mnemo_resample_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("reserved0", c_uint32),
+        ("src_lengths", c_void_p),
+        ("tgt_lengths", c_void_p),
     ]
 
 
@@ -141,6 +154,7 @@ PROTOTYPES = {
                                             POINTER(_H)]),
     "mnemo_store_checkpoint": (c_status, [_H]),
     "mnemo_store_stats": (c_status, [_H, POINTER(StoreStatistics)]),
+    "mnemo_topk_merge": (c_status, [_I32, _U64, _U64, _U64, _P, _P, _P, _P]),
     "mnemo_score_pairs": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,
                                      _I32, _U64, _P]),
     "mnemo_score_pairs_device": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,

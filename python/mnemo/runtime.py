@@ -6,13 +6,14 @@ import ctypes
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _cdefs, ops
 from ._lib import check, lib
 from ._owned import OwnedHandle
+from .arrays import aligned_array
 from .enums import Backend, DType, Metric, Precision, Status, parse_enum
 from .errors import MnemoValueError
 from .store import PathLike, Store
@@ -31,6 +32,8 @@ class RuntimeInfo:
     auto_gpu_min_bytes: int
     device_name: str
     reason: str
+    shards: int = 1
+    devices: Tuple[int, ...] = ()
 
 
 def _as_enum(kind: Any, value: int) -> Any:
@@ -59,6 +62,10 @@ class Runtime(OwnedHandle):
         device: CUDA device ordinal.
         validate: refuse NaN/Inf inputs with MNEMO_E_NON_FINITE.
         workspace_bytes: GPU scratch bound, 0 = library default.
+        shards: CPU backend: shards of every store (0 or 1 = none).
+        devices: CUDA devices to shard every store over: a list of
+            ordinals, "all" for every visible device, None for `device`
+            alone (see docs/distributed.md).
 
     Stores created on a runtime keep it alive; close() closes them first,
     because the library requires a runtime to outlive its stores. A runtime
@@ -69,7 +76,8 @@ class Runtime(OwnedHandle):
                  precision: Union[Precision, str, int] = "exact",
                  threads: int = 0, device: int = 0,
                  validate: Union[bool, int] = True,
-                 workspace_bytes: int = 0) -> None:
+                 workspace_bytes: int = 0, shards: int = 0,
+                 devices: Union[None, str, Sequence[int]] = None) -> None:
         self._handle: Optional[int] = None
         self._stores: "weakref.WeakSet[Store]" = weakref.WeakSet()
         self._active: Optional[Tuple[int, int]] = None
@@ -84,6 +92,17 @@ class Runtime(OwnedHandle):
         opts.validate = _uint(int(validate) if isinstance(validate, bool) else validate,
                               32, "validate")
         opts.workspace_bytes = _uint(workspace_bytes, 64, "workspace_bytes")
+        opts.cpu_shards = _uint(shards, 32, "shards")
+        device_ids = None
+        if isinstance(devices, str):
+            if devices != "all":
+                raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                      f"devices = {devices!r}: a list of ordinals or 'all'")
+            opts.device_count = _cdefs.ALL_DEVICES
+        elif devices is not None:
+            device_ids = aligned_array(np.asarray(list(devices), dtype=np.int64), np.int32)
+            opts.device_count = _uint(device_ids.size, 32, "len(devices)")
+            opts.device_ids = device_ids.ctypes.data if device_ids.size else None
         handle = ctypes.c_void_p()
         check(lib.mnemo_runtime_create(ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle.value
@@ -115,6 +134,8 @@ class Runtime(OwnedHandle):
             auto_gpu_min_bytes=report.auto_gpu_min_bytes,
             device_name=report.device_name.decode(errors="replace"),
             reason=report.reason.decode(errors="replace"),
+            shards=report.shards,
+            devices=tuple(report.devices[i] for i in range(min(report.device_count, _cdefs.MAX_SHARDS))),
         )
 
     def active_backend(self) -> Tuple[int, int]:

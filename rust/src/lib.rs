@@ -7,6 +7,8 @@
 //!   [`Runtime::resample`], [`Runtime::normalize_rows`],
 //!   [`Runtime::layer_norm`].
 //! * [`Store`] holds vectors under `u64` ids and answers [`Store::search`].
+//! * [`topk_merge`] merges search results of several parts (shards, hosts)
+//!   the way sharded stores do.
 //! * Every buffer handed to the library must be 16-byte aligned; allocate
 //!   inputs and outputs with [`AlignedVec`]. A misaligned slice is refused with
 //!   [`Status::Misaligned`] before the library is called.
@@ -41,6 +43,7 @@ mod aligned;
 mod dtype;
 mod durable;
 mod error;
+mod merge;
 mod ops;
 mod runtime;
 mod store;
@@ -68,6 +71,7 @@ pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
 pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
+pub use merge::topk_merge;
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeInfo};

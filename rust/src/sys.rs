@@ -8,6 +8,8 @@ pub const MNEMO_VERSION_MINOR: u32 = 1;
 pub const MNEMO_VERSION_PATCH: u32 = 0;
 pub const MNEMO_ABI_VERSION: u32 = 1;
 pub const MNEMO_ALIGNMENT: u32 = 16;
+pub const MNEMO_MAX_SHARDS: u32 = 64;
+pub const MNEMO_ALL_DEVICES: u32 = 4294967295;
 pub type __int32_t = ::std::os::raw::c_int;
 pub type __uint32_t = ::std::os::raw::c_uint;
 pub type __uint64_t = ::std::os::raw::c_ulong;
@@ -85,12 +87,15 @@ pub struct mnemo_runtime_options {
     pub num_threads: u32,
     pub validate: u32,
     pub workspace_bytes: u64,
+    pub cpu_shards: u32,
+    pub device_count: u32,
+    pub device_ids: *const i32,
 }
 #[test]
 fn bindgen_test_layout_mnemo_runtime_options() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_runtime_options>(),
-        32usize,
+        48usize,
         concat!("Size of: ", stringify!(mnemo_runtime_options))
     );
     assert_eq!(
@@ -217,6 +222,57 @@ fn bindgen_test_layout_mnemo_runtime_options() {
         );
     }
     test_field_workspace_bytes();
+    fn test_field_cpu_shards() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).cpu_shards) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_options),
+                "::",
+                stringify!(cpu_shards)
+            )
+        );
+    }
+    test_field_cpu_shards();
+    fn test_field_device_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device_count) as usize - ptr as usize
+            },
+            36usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_options),
+                "::",
+                stringify!(device_count)
+            )
+        );
+    }
+    test_field_device_count();
+    fn test_field_device_ids() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device_ids) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_options),
+                "::",
+                stringify!(device_ids)
+            )
+        );
+    }
+    test_field_device_ids();
 }
 extern "C" {
     pub fn mnemo_runtime_options_default() -> mnemo_runtime_options;
@@ -244,12 +300,15 @@ pub struct mnemo_runtime_report {
     pub auto_gpu_min_bytes: u64,
     pub device_name: [::std::os::raw::c_char; 128usize],
     pub reason: [::std::os::raw::c_char; 256usize],
+    pub shards: u32,
+    pub device_count: u32,
+    pub devices: [i32; 64usize],
 }
 #[test]
 fn bindgen_test_layout_mnemo_runtime_report() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_runtime_report>(),
-        424usize,
+        688usize,
         concat!("Size of: ", stringify!(mnemo_runtime_report))
     );
     assert_eq!(
@@ -444,6 +503,57 @@ fn bindgen_test_layout_mnemo_runtime_report() {
         );
     }
     test_field_reason();
+    fn test_field_shards() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).shards) as usize - ptr as usize
+            },
+            424usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_report),
+                "::",
+                stringify!(shards)
+            )
+        );
+    }
+    test_field_shards();
+    fn test_field_device_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device_count) as usize - ptr as usize
+            },
+            428usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_report),
+                "::",
+                stringify!(device_count)
+            )
+        );
+    }
+    test_field_device_count();
+    fn test_field_devices() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_runtime_report>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).devices) as usize - ptr as usize
+            },
+            432usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_runtime_report),
+                "::",
+                stringify!(devices)
+            )
+        );
+    }
+    test_field_devices();
 }
 extern "C" {
     pub fn mnemo_runtime_info(
@@ -881,12 +991,15 @@ pub struct mnemo_store_statistics {
     pub journal_records: u64,
     pub journal_bytes: u64,
     pub sequence: u64,
+    pub shards: u32,
+    pub reserved1: u32,
+    pub shard_vectors: [u64; 64usize],
 }
 #[test]
 fn bindgen_test_layout_mnemo_store_statistics() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_store_statistics>(),
-        72usize,
+        592usize,
         concat!("Size of: ", stringify!(mnemo_store_statistics))
     );
     assert_eq!(
@@ -1064,11 +1177,74 @@ fn bindgen_test_layout_mnemo_store_statistics() {
         );
     }
     test_field_sequence();
+    fn test_field_shards() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).shards) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(shards)
+            )
+        );
+    }
+    test_field_shards();
+    fn test_field_reserved1() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved1) as usize - ptr as usize
+            },
+            76usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(reserved1)
+            )
+        );
+    }
+    test_field_reserved1();
+    fn test_field_shard_vectors() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).shard_vectors) as usize - ptr as usize
+            },
+            80usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(shard_vectors)
+            )
+        );
+    }
+    test_field_shard_vectors();
 }
 extern "C" {
     pub fn mnemo_store_stats(
         store: *const mnemo_store,
         out: *mut mnemo_store_statistics,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_topk_merge(
+        metric: i32,
+        n_lists: u64,
+        nq: u64,
+        k: u64,
+        ids: *const u64,
+        scores: *const f32,
+        out_ids: *mut u64,
+        out_scores: *mut f32,
     ) -> mnemo_status;
 }
 extern "C" {

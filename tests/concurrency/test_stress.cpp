@@ -75,22 +75,24 @@ bool matches(const Ranked& r, const uint64_t* ids, const float* scores) {
   return true;
 }
 
-TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) {
+// shards > 1: the store is sharded on the CPU (cpu_shards), so the routing
+// of writes and the per-shard search threads face the same race.
+void stress(uint32_t shards) {
   auto rng = mt::rng_for_test();
+  mnemo_runtime_options ro = mt::test_options();
+  ro.cpu_shards = shards;
 #ifdef MNEMO_UNDER_TSAN
   // libgomp is not instrumented: one search thread keeps OpenMP out of the
   // picture, so every report is about mnemo's own locking.
-  mnemo_runtime_options ro = mt::test_options();
   ro.num_threads = 1;
-  mt::RuntimePtr own = mt::make_runtime(ro);
-  mnemo_runtime* rt = own.get();
   const double seconds = 3.0;
   const size_t max_versions = 4000;
 #else
-  mnemo_runtime* rt = mt::rt();
   const double seconds = 2.0;
   const size_t max_versions = 40000;
 #endif
+  mt::RuntimePtr own = shards > 1 || ro.num_threads == 1 ? mt::make_runtime(ro) : nullptr;
+  mnemo_runtime* rt = own ? own.get() : mt::rt();
   auto s = mt::make_store(kDim, MNEMO_DTYPE_F32, kMetric, rt);
   ASSERT_TRUE(s);
   auto draw = [&](std::vector<float>& v) {
@@ -201,6 +203,59 @@ TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) {
       secs, n_readers, static_cast<unsigned long long>(searches.load()), kQueries, searches.load() / secs,
       static_cast<unsigned long long>(version.load()), static_cast<unsigned long long>(adds.load()),
       static_cast<unsigned long long>(upserts.load()), static_cast<unsigned long long>(removes.load()));
+}
+
+TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) { stress(1); }
+
+TEST(Stress, ShardedStoreSearchesSeeOneVersionWhileAWriterWrites) { stress(3); }
+
+// Batches that span several shards are added on one thread per shard: those
+// threads race the readers' searches here (results must stay well formed).
+TEST(Stress, ShardedStoreBatchWritesRaceSearches) {
+  auto rng = mt::rng_for_test();
+  mnemo_runtime_options ro = mt::test_options();
+  ro.backend = MNEMO_BACKEND_CPU;
+  ro.num_threads = 1;
+  ro.cpu_shards = 4;
+  mt::RuntimePtr rt = mt::make_runtime(ro);
+  auto s = mt::make_store(kDim, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, rt.get());
+  ASSERT_TRUE(s);
+  constexpr size_t kBatch = 40;
+  mt::Buf<float> v(kBatch * kDim), q(kQueries * kDim);
+  for (size_t i = 0; i < kBatch * kDim; ++i) v[i] = mt::rand_nonzero(rng);
+  for (size_t i = 0; i < kQueries * kDim; ++i) q[i] = mt::rand_nonzero(rng);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> bad{0}, searches{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t)
+    readers.emplace_back([&] {
+      mt::Buf<uint64_t> ids(kQueries * kK);
+      mt::Buf<float> sc(kQueries * kK);
+      while (!stop.load()) {
+        if (mnemo_store_search(s.get(), q.data(), kQueries, kK, nullptr, ids.data(), sc.data()) != MNEMO_OK) ++bad;
+        for (size_t r = 0; r < kQueries; ++r)
+          for (size_t j = 1; j < kK; ++j)
+            if (ids[r * kK + j] != MNEMO_NO_ID && sc[r * kK + j] > sc[r * kK + j - 1]) ++bad;
+        ++searches;
+      }
+    });
+  mt::Buf<uint64_t> ids(kBatch);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t next = 1;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
+    for (size_t i = 0; i < kBatch; ++i) ids[i] = next + i;
+    if (mnemo_store_add(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, kBatch) != MNEMO_OK) ++bad;
+    for (size_t i = 0; i < kBatch / 2; ++i) ids[i] = next + 2 * i;  // half of them again
+    if (mnemo_store_remove(s.get(), ids.data(), kBatch / 2, nullptr) != MNEMO_OK) ++bad;
+    next += kBatch;
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(searches.load(), 10u);
+  uint64_t n = 0;
+  ASSERT_OK(mnemo_store_count(s.get(), &n));
+  EXPECT_EQ(n, (next - 1) / 2);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ mod aligned_vec;
 mod alignment;
 mod durable;
 mod errors;
+mod merge;
 mod runtime;
 mod store;
 mod threads;

@@ -1,0 +1,190 @@
+// A sharded store: one sub-store per shard (a GPU each, or N on the CPU),
+// under the parent's lock and journal. New ids go to the shard holding the
+// fewest memories, so shards stay balanced by count; every other call is
+// routed to the shard holding the id; an add runs on every shard at once (a
+// host thread per shard beyond the first). A search on GPU shards runs on all
+// at once the same way, each shard on its own device's stream waiting only
+// for itself; CPU shards are searched in turn with the whole thread team.
+// The per-shard lists are merged by topk_merge. Each row's score is computed by the same kernel as
+// in an unsharded store and does not depend on the shard's size, and ids
+// are unique across shards, so the merged result equals an unsharded
+// store's bit for bit, ties included.
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "checked.h"
+#include "error.h"
+#include "store.h"
+#include "topk_merge.h"
+
+namespace mnemo {
+
+namespace {
+
+// Runs fn(i) for i in [0, n): i > 0 on their own threads, 0 on the caller's;
+// the first failure (by shard order) is rethrown after all have finished.
+// With `threaded` false all run on the caller's thread, one after another.
+template <class Fn>
+void for_each_shard(size_t n, const std::vector<char>& busy, bool threaded, Fn fn) {
+  // A single busy shard needs no thread of its own.
+  if (std::count(busy.begin(), busy.end(), 1) < 2) threaded = false;
+  std::vector<std::exception_ptr> errs(n);
+  std::vector<std::thread> threads;
+  auto one = [&](size_t i) {
+    try {
+      fn(i);
+    } catch (...) {
+      errs[i] = std::current_exception();
+    }
+  };
+  for (size_t i = 1; i < n; ++i)
+    if (busy[i]) {
+      if (threaded)
+        threads.emplace_back(one, i);
+      else
+        one(i);
+    }
+  if (n > 0 && busy[0]) one(0);
+  for (auto& t : threads) t.join();
+  for (auto& e : errs)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+size_t Store::owner_of(uint64_t id) const {
+  for (size_t s = 0; s < shards_.size(); ++s)
+    if (shards_[s]->slot_of_.count(id)) return s;
+  return shards_.size();
+}
+
+void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
+  const size_t n = shards_.size();
+  // Route: existing ids to their shard, new ones to the least-filled shard
+  // (counting what this call already sent there); a repeated id follows its
+  // first place.
+  std::vector<uint64_t> load(n);
+  for (size_t s = 0; s < n; ++s) load[s] = shards_[s]->slot_of_.size();
+  std::unordered_map<uint64_t, uint32_t> fresh;
+  std::vector<std::vector<uint64_t>> rows(n);
+  for (uint64_t i = 0; i < count; ++i) {
+    size_t o = owner_of(ids[i]);
+    if (o == n) {
+      auto it = fresh.find(ids[i]);
+      if (it != fresh.end()) {
+        o = it->second;
+      } else {
+        o = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        ++load[o];
+        fresh.emplace(ids[i], static_cast<uint32_t>(o));
+      }
+    }
+    rows[o].push_back(i);
+  }
+  // Room first in every shard, so a failed allocation changes none of them.
+  for (size_t s = 0; s < n; ++s) {
+    Store& sh = *shards_[s];
+    const uint64_t slots = sh.slot_ids_.size() + rows[s].size();
+    sh.vectors_.reserve(checked_bytes(checked_mul(slots, row_bytes_, "store size"), "store size"));
+    sh.slot_ids_.reserve(slots);
+    sh.norms_.reserve(slots);
+    sh.biases_.reserve(slots);
+  }
+  std::vector<char> busy(n);
+  for (size_t s = 0; s < n; ++s) busy[s] = !rows[s].empty();
+  const size_t in_row = dim_ * dtype_size(vdt);
+  // Each shard gathers its rows and adds them on its own thread (the device
+  // uploads of a GPU shard overlap the others').
+  for_each_shard(n, busy, true, [&](size_t s) {
+    const std::vector<uint64_t>& r = rows[s];
+    AlignedBuffer v;
+    v.resize(r.size() * in_row);
+    std::vector<uint64_t> sub(r.size());
+    for (size_t j = 0; j < r.size(); ++j) {
+      sub[j] = ids[r[j]];
+      std::memcpy(v.data() + j * in_row, static_cast<const unsigned char*>(vectors) + r[j] * in_row, in_row);
+    }
+    shards_[s]->add_locked(sub.data(), v.data(), vdt, sub.size(), false);
+  });
+}
+
+uint64_t Store::sharded_remove(const uint64_t* ids, uint64_t count) {
+  const size_t n = shards_.size();
+  std::vector<std::vector<uint64_t>> sub(n);
+  for (uint64_t i = 0; i < count; ++i) {
+    const size_t o = owner_of(ids[i]);
+    if (o < n) sub[o].push_back(ids[i]);
+  }
+  uint64_t removed = 0;
+  for (size_t s = 0; s < n; ++s)
+    if (!sub[s].empty()) removed += shards_[s]->remove_locked(sub[s].data(), sub[s].size(), false);
+  return removed;
+}
+
+void Store::sharded_set_bias(const uint64_t* ids, const float* biases, const uint64_t* owners, uint64_t count) {
+  const size_t n = shards_.size();
+  std::vector<std::vector<uint64_t>> sub(n);
+  std::vector<std::vector<float>> val(n);
+  for (uint64_t i = 0; i < count; ++i) {
+    sub[owners[i]].push_back(ids[i]);
+    val[owners[i]].push_back(biases[i]);
+  }
+  for (size_t s = 0; s < n; ++s)
+    if (!sub[s].empty()) shards_[s]->set_bias_locked(sub[s].data(), val[s].data(), sub[s].size(), false);
+}
+
+void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
+                           uint64_t* out_ids, float* out_scores) const {
+  const size_t n = shards_.size();
+  uint64_t slots = 0;
+  std::vector<uint64_t> first(n);
+  for (size_t s = 0; s < n; ++s) {
+    first[s] = slots;
+    slots += shards_[s]->slot_ids_.size();
+  }
+  if (filter.kind == FilterKind::slot_bitmap && filter.count != slots)
+    fail(Code::shape, "filter bitmap covers " + std::to_string(filter.count) + " slots but the store has " +
+                          std::to_string(slots) + " (see mnemo_store_slot_count)");
+  // Each shard's part of the filter, as a bitmap over its own slots.
+  std::vector<std::vector<uint64_t>> allow(filter.kind == FilterKind::none ? 0 : n);
+  for (size_t s = 0; s < allow.size(); ++s) {
+    const Store& sh = *shards_[s];
+    const uint64_t m = sh.slot_ids_.size();
+    allow[s].assign((m + 63) / 64, 0);
+    if (filter.kind == FilterKind::slot_bitmap) {
+      for (uint64_t j = 0; j < m; ++j) {
+        const uint64_t g = first[s] + j;
+        if ((filter.bitmap[g >> 6] >> (g & 63)) & 1) allow[s][j >> 6] |= uint64_t{1} << (j & 63);
+      }
+    } else {
+      for (uint64_t i = 0; i < filter.count; ++i) {
+        auto it = sh.slot_of_.find(filter.ids[i]);
+        if (it != sh.slot_of_.end()) allow[s][it->second >> 6] |= uint64_t{1} << (it->second & 63);
+      }
+    }
+  }
+  // One decision for all shards, from the whole store's size, as AUTO makes
+  // it for an unsharded store.
+  Backend& be = rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
+  const bool on_home = &be != &rt_.cpu() || home_ == &rt_.cpu();
+  const uint64_t per = checked_mul(nq, k, "nq * k");
+  std::vector<uint64_t> ids(checked_mul(per, n, "nq * k * shards"));
+  std::vector<float> scores(ids.size());
+  std::vector<char> busy(n, 1);
+  // GPU shards search concurrently, each thread waiting only for its own
+  // device; CPU shards take turns on the caller's thread, each with the whole
+  // OpenMP team (threads of their own would only compete for the cores).
+  const bool gpu = on_home && home_ != &rt_.cpu();
+  for_each_shard(n, busy, gpu, [&](size_t s) {
+    const Store& sh = *shards_[s];
+    sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), apply_bias, on_home,
+                     ids.data() + s * per, scores.data() + s * per);
+  });
+  topk_merge(metric_, n, nq, k, ids.data(), scores.data(), k, out_ids, out_scores);
+}
+
+}  // namespace mnemo

@@ -1,0 +1,240 @@
+"""mnemo.distributed: one memory store over many processes and hosts, on Ray.
+
+A ShardedStore holds `shards` Ray actors. Each actor owns a durable mnemo
+store (snapshot + journal, every write on disk before it is acknowledged) on
+its own GPU (``num_gpus=1``, backend CUDA) or on the CPU. The caller:
+
+- routes every id to one shard by a fixed hash of the id (the same in every
+  process and after restarts), so add/remove/set_bias of a batch become one
+  call per shard, sent together;
+- fans a search out to every shard and merges the per-shard lists with
+  mnemo_topk_merge (mnemo.topk_merge), so the result is that of one store
+  holding every memory: best first, ties to the smaller id.
+
+Failures. An actor that dies (its process killed, its node lost) is restarted
+by Ray (``max_restarts``) and reopens its durable shard from its path: every
+write that was acknowledged is there. The call that was in flight when the
+actor died is retried by the caller (``retries`` times, waiting for the
+restart): every write is idempotent (add is an upsert of the same vectors,
+remove and set_bias set absolute states), so a write that had reached the
+journal before the crash is simply applied again. When the retries run out
+the call raises ShardUnavailableError, naming the shard; the write may or may
+not have been applied (sending it again is safe). Writes of different callers
+to the same id may be applied in either order when one of them is retried.
+
+The shard paths must be reachable from wherever Ray places the actor: a local
+folder on a one-host cluster, shared storage (or a node pinned by resources)
+on many hosts. See docs/distributed.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .enums import Metric, Status, parse_enum
+from .errors import MnemoError, MnemoValueError
+from .merge import topk_merge
+
+__all__ = ["ShardedStore", "ShardUnavailableError", "shard_of"]
+
+_MASK = (1 << 64) - 1
+
+
+class ShardUnavailableError(MnemoError):
+    """A shard's actor stayed unreachable through every retry of a call."""
+
+    def __init__(self, shard: int, cause: BaseException) -> None:
+        super().__init__(int(Status.E_BACKEND), f"shard {shard} is unavailable: {cause}", "MNEMO_E_BACKEND")
+        self.shard = shard
+
+
+def shard_of(ids: np.ndarray, shards: int) -> np.ndarray:
+    """The shard of each id: splitmix64 of the id, modulo the shard count."""
+    z = np.asarray(ids, dtype=np.uint64).copy()
+    with np.errstate(over="ignore"):
+        z += np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z % np.uint64(shards)).astype(np.int64)
+
+
+class _Shard:
+    """The body of a shard actor: one durable store in this process."""
+
+    def __init__(self, path: str, dim: int, dtype: str, metric: int, backend: str, threads: int,
+                 sync_each: bool) -> None:
+        from . import Runtime, Store
+
+        self._rt = Runtime(backend=backend, threads=threads)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._store = Store.open_durable(self._rt, path, dim, dtype, metric,
+                                         sync="each_write" if sync_each else "os")
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> int:
+        from .arrays import aligned_array
+        self._store.add(aligned_array(ids, np.uint64), aligned_array(vectors, vectors.dtype))
+        return len(ids)
+
+    def remove(self, ids: np.ndarray) -> int:
+        from .arrays import aligned_array
+        return self._store.remove(aligned_array(ids, np.uint64))
+
+    def set_bias(self, ids: np.ndarray, biases: np.ndarray) -> int:
+        from .arrays import aligned_array
+        self._store.set_bias(aligned_array(ids, np.uint64), aligned_array(biases, np.float32))
+        return len(ids)
+
+    def search(self, queries: np.ndarray, k: int, apply_bias: bool,
+               filter_ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+        from .arrays import aligned_array
+        kw: Dict[str, Any] = {"apply_bias": apply_bias}
+        if filter_ids is not None:
+            kw["filter_ids"] = aligned_array(filter_ids, np.uint64)
+        return self._store.search(aligned_array(queries, np.float32), k, **kw)
+
+    def count(self) -> int:
+        return self._store.count()
+
+    def checkpoint(self) -> None:
+        self._store.checkpoint()
+
+
+class ShardedStore:
+    """A store whose shards are Ray actors owning durable mnemo stores.
+
+    Args:
+        root: folder of the shards' files (shard i at root/shard-i.mnemo);
+            reopened as it is when it exists.
+        dim, dtype, metric: the shape of every shard.
+        shards: number of actors.
+        gpus_per_shard: 1 to put each shard on its own GPU (CUDA backend),
+            0 for the CPU.
+        threads: CPU threads of each shard's runtime (0 = all cores).
+        sync_each: fdatasync each write before acknowledging it.
+        max_restarts: how often Ray restarts a dead actor (-1: always).
+        retries: how often the caller resends a call whose actor died.
+        retry_wait_s: pause before each resend.
+        actor_options: extra ray.remote options (resources, scheduling).
+    Requires ``ray.init()`` (or ``ray.init(address=...)``) beforehand.
+    """
+
+    def __init__(self, root: str, dim: int, dtype: str = "f32", metric: Union[Metric, str, int] = "cosine",
+                 shards: int = 4, gpus_per_shard: float = 0, threads: int = 1, sync_each: bool = True,
+                 max_restarts: int = -1, retries: int = 5, retry_wait_s: float = 0.5,
+                 actor_options: Optional[Dict[str, Any]] = None) -> None:
+        import ray
+
+        if shards < 1:
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT, "shards must be at least 1")
+        self._ray = ray
+        self.dim = int(dim)
+        self.metric = int(parse_enum(metric, Metric, "metric"))
+        self.retries = int(retries)
+        self.retry_wait_s = float(retry_wait_s)
+        env = {v: os.environ[v] for v in ("MNEMO_LIBRARY", "MNEMO_LIB_DIR", "PYTHONPATH") if v in os.environ}
+        opts: Dict[str, Any] = {"max_restarts": max_restarts, "max_task_retries": 0, "num_cpus": 0,
+                                "num_gpus": gpus_per_shard}
+        if env:
+            opts["runtime_env"] = {"env_vars": env}
+        opts.update(actor_options or {})
+        cls = ray.remote(**opts)(_Shard)
+        backend = "cuda" if gpus_per_shard else "cpu"
+        self._actors = [cls.remote(os.path.join(os.path.abspath(root), f"shard-{i}.mnemo"), self.dim, dtype,
+                                   self.metric, backend, threads, sync_each) for i in range(shards)]
+        self._call_all("count", [() for _ in self._actors])  # every shard open before returning
+
+    @property
+    def shards(self) -> int:
+        return len(self._actors)
+
+    def actor(self, shard: int) -> Any:
+        """The Ray actor handle of one shard."""
+        return self._actors[shard]
+
+    # -- calls with retry ---------------------------------------------------
+
+    def _call_all(self, method: str, args: Sequence[Optional[tuple]]) -> List[Any]:
+        """Calls `method` on every shard whose args are not None, all at once;
+        a shard whose actor died is called again after its restart."""
+        ray = self._ray
+        pending = {i: a for i, a in enumerate(args) if a is not None}
+        results: Dict[int, Any] = {}
+        for attempt in range(self.retries + 1):
+            futures = {i: getattr(self._actors[i], method).remote(*a) for i, a in pending.items()}
+            failed: Dict[int, BaseException] = {}
+            for i, f in futures.items():
+                try:
+                    results[i] = ray.get(f)
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+                    failed[i] = exc
+            if not failed:
+                break
+            if attempt == self.retries:
+                i, exc = next(iter(failed.items()))
+                raise ShardUnavailableError(i, exc)
+            pending = {i: pending[i] for i in failed}
+            time.sleep(self.retry_wait_s)
+        return [results.get(i) for i in range(len(args))]
+
+    def _split(self, ids: Any) -> Tuple[np.ndarray, List[np.ndarray]]:
+        ids = np.ascontiguousarray(ids, dtype=np.uint64).ravel()
+        owner = shard_of(ids, self.shards)
+        return ids, [np.flatnonzero(owner == s) for s in range(self.shards)]
+
+    # -- the store API ------------------------------------------------------
+
+    def add(self, ids: Any, vectors: np.ndarray) -> None:
+        """Adds (upserts) vectors [n x dim], each to its id's shard."""
+        ids, parts = self._split(ids)
+        vectors = np.asarray(vectors)
+        if vectors.shape != (len(ids), self.dim):
+            raise MnemoValueError(Status.E_SHAPE, f"vectors has shape {vectors.shape}; expected "
+                                                  f"({len(ids)}, {self.dim})")
+        self._call_all("add", [(ids[p], vectors[p]) if len(p) else None for p in parts])
+
+    def remove(self, ids: Any) -> int:
+        """Removes ids; returns how many were present."""
+        ids, parts = self._split(ids)
+        out = self._call_all("remove", [(ids[p],) if len(p) else None for p in parts])
+        return int(sum(r for r in out if r))
+
+    def set_bias(self, ids: Any, biases: Any) -> None:
+        """Sets the bias of each id (MnemoError NOT_FOUND from a shard lacking one)."""
+        ids, parts = self._split(ids)
+        biases = np.asarray(biases, dtype=np.float32).ravel()
+        self._call_all("set_bias", [(ids[p], biases[p]) if len(p) else None for p in parts])
+
+    def search(self, queries: np.ndarray, k: int, *, apply_bias: bool = False,
+               filter_ids: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        """k best memories of every query over all shards: (ids, scores) [nq x k]."""
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        if q.ndim == 1:
+            q = q.reshape(1, -1)
+        f = None if filter_ids is None else np.ascontiguousarray(filter_ids, dtype=np.uint64).ravel()
+        out = self._call_all("search", [(q, int(k), bool(apply_bias), f) for _ in self._actors])
+        return topk_merge([o[0] for o in out], [o[1] for o in out], self.metric)
+
+    def count(self) -> int:
+        return int(sum(self._call_all("count", [() for _ in self._actors])))
+
+    def counts(self) -> List[int]:
+        """Live memories of each shard."""
+        return [int(c) for c in self._call_all("count", [() for _ in self._actors])]
+
+    def checkpoint(self) -> None:
+        """A new snapshot on every shard (each journal starts afresh)."""
+        self._call_all("checkpoint", [() for _ in self._actors])
+
+    def close(self) -> None:
+        """Ends the actors (their files stay)."""
+        for a in self._actors:
+            self._ray.kill(a, no_restart=True)
+        self._actors = []

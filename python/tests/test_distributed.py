@@ -1,0 +1,113 @@
+"""mnemo.distributed on a local Ray cluster: four CPU shard actors, one killed
+mid-stream, against one local store of the same memories. Skipped where Ray
+is not installed (ctest's python_distributed test runs it in a Ray venv)."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import mnemo
+
+ray = pytest.importorskip("ray")
+from mnemo import distributed  # noqa: E402
+
+DIM = 24
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def rows(rng, n):
+    return mnemo.aligned_array(rng.uniform(-1, 1, size=(n, DIM)), np.float32)
+
+
+def local_store(ids, vecs, metric):
+    rt = mnemo.Runtime(backend="cpu", threads=1)
+    s = mnemo.Store(rt, DIM, metric=metric)
+    s.add(mnemo.aligned_array(ids, np.uint64), vecs)
+    return rt, s
+
+
+def same(a, b):
+    assert np.array_equal(a[0], b[0])
+    assert np.array_equal(a[1].view(np.uint32), b[1].view(np.uint32))
+
+
+def test_routing_is_stable_and_spreads_ids():
+    ids = np.arange(1, 4001, dtype=np.uint64)
+    owner = distributed.shard_of(ids, 4)
+    assert np.array_equal(owner, distributed.shard_of(ids.copy(), 4))
+    counts = np.bincount(owner, minlength=4)
+    assert counts.min() > 800, counts
+
+
+def test_sharded_store_survives_a_killed_actor(cluster, tmp_path):
+    rng = np.random.default_rng(1234)
+    metric = "l2sq"
+    store = distributed.ShardedStore(str(tmp_path), DIM, metric=metric, shards=4, threads=1,
+                                     retries=60, retry_wait_s=0.5)
+    n, batch = 1200, 100
+    ids = rng.choice(10**9, size=n, replace=False).astype(np.uint64)
+    vecs = rows(rng, n)
+    # Ties across shards: repeated rows under other ids.
+    vecs[600:650] = vecs[0:50]
+    victim = ray.get(store.actor(1).pid.remote())
+    killed = threading.Event()
+
+    def kill_soon():
+        time.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)
+        killed.set()
+
+    for b in range(0, n, batch):
+        if b == 5 * batch:
+            threading.Thread(target=kill_soon).start()
+        store.add(ids[b:b + batch], vecs[b:b + batch])
+    assert killed.wait(30)
+    # The actor came back as a new process with every acknowledged write.
+    assert ray.get(store.actor(1).pid.remote()) != victim
+    assert store.count() == n
+    removed = store.remove(ids[:100])
+    assert removed == 100
+    bias_ids = ids[100:160]
+    biases = rng.uniform(-0.5, 0.5, size=60).astype(np.float32)
+    store.set_bias(bias_ids, biases)
+
+    rt, local = local_store(ids[100:], vecs[100:], metric)
+    local.set_bias(mnemo.aligned_array(bias_ids, np.uint64), mnemo.aligned_array(biases, np.float32))
+    q = rows(rng, 9)
+    for k in (1, 10, 57):
+        same(store.search(q, k), local.search(q, k))
+        same(store.search(q, k, apply_bias=True), local.search(q, k, apply_bias=True))
+    allow = ids[100:400:3]
+    same(store.search(q, 10, filter_ids=allow),
+         local.search(q, 10, filter_ids=mnemo.aligned_array(allow, np.uint64)))
+
+    # Closed and reopened from the files: the same memories.
+    store.close()
+    again = distributed.ShardedStore(str(tmp_path), DIM, metric=metric, shards=4, threads=1)
+    assert again.count() == n - 100
+    same(again.search(q, 10, apply_bias=True), local.search(q, 10, apply_bias=True))
+    again.checkpoint()
+    same(again.search(q, 10), local.search(q, 10))
+    again.close()
+    rt.close()
+
+
+def test_unrecoverable_shard_raises_a_clear_error(cluster, tmp_path):
+    store = distributed.ShardedStore(str(tmp_path), DIM, shards=2, threads=1, max_restarts=0,
+                                     retries=1, retry_wait_s=0.1)
+    os.kill(ray.get(store.actor(0).pid.remote()), signal.SIGKILL)
+    with pytest.raises(distributed.ShardUnavailableError) as e:
+        store.count()
+    assert e.value.shard == 0
+    store.close()
