@@ -36,7 +36,7 @@ $(ASAN)/CMakeCache.txt:
 test-asan: deps $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE nosan
+	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE "nosan|large"
 
 $(TSAN)/CMakeCache.txt:
 	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=ON \

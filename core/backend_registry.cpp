@@ -22,8 +22,9 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg, std::string
   code = Code::backend_unavailable;
   // The driver first: without a usable device the module (and cuBLAS) is
   // never loaded, so a runtime on a machine without a GPU stays light.
-  if (cuda_module_built() && !cuda_device_present(reason)) {
-    reason = "CUDA backend unavailable: " + reason;
+  if (!cuda_device_present(reason)) {
+    reason = std::string(cuda_module_built() ? "" : "this build has no CUDA module; ") +
+             "CUDA backend unavailable: " + reason;
     return nullptr;
   }
   LoadedModule m;
