@@ -62,7 +62,8 @@ test: test-cpp test-asan test-tsan test-rust
 bench:
 	@bash scripts/install-deps.sh bench
 	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON
-	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench
+	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench
+	$(BENCH)/bin/mnemo_store_open_bench $(BENCH)
 	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"

@@ -47,6 +47,9 @@ class AlignedBuffer {
       void* q = mapped_ ? ::mremap(p_, cap_, cap, MREMAP_MAYMOVE)
                         : ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (q == MAP_FAILED) throw std::bad_alloc();
+      // Huge pages where the system allows them: a 1 GB store takes 512
+      // times fewer page faults to fill.
+      ::madvise(q, cap, MADV_HUGEPAGE);
       if (!mapped_) {
         if (size_) std::memcpy(q, p_, size_);
         std::free(p_);

@@ -244,7 +244,11 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   for (uint64_t i = 0; i < n; ++i)
     if (ids[i] == kNoId || !slot_of_.emplace(ids[i], i).second) return i;
   norms_.resize(n);
-  for (uint64_t i = 0; i < n; ++i) norms_[i] = static_cast<float>(cpu::row_norm(vectors.data() + i * row_bytes_, dtype_, dim_));
+  // One pass over the whole store: spread over the cores, as the scans are.
+  const unsigned char* rows = vectors.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+    norms_[i] = static_cast<float>(cpu::row_norm(rows + static_cast<uint64_t>(i) * row_bytes_, dtype_, dim_));
   vectors_ = std::move(vectors);
   slot_ids_ = std::move(ids);
   biases_ = std::move(biases);

@@ -252,7 +252,8 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     pos += bytes;
     uint64_t sum;
     f.read_at(pos, &sum, 8, s.name);
-    if (sum != XXH3_64bits_digest(hash.s)) fail(Code::corrupt, path + ": checksum mismatch in the " + s.name + " section");
+    if (sum != XXH3_64bits_digest(hash.s))
+      fail(Code::corrupt, path + ": checksum mismatch in the " + s.name + " section");
     pos += kSectionTail;
   }
 

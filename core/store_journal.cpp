@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>

@@ -298,8 +298,8 @@ TEST(Crash, KilledDuringStreamingSaveKeepsOldOrNewSnapshot) {
     // A kill leaves its temporary snapshot behind; the next child writes its own.
     remove_temporaries(dir.path());
   }
-  std::printf("streaming-save crash test: %d kills, %llu while a snapshot was being written, %llu writes kept\n",
-              kills, static_cast<unsigned long long>(during_save), static_cast<unsigned long long>(applied));
+  std::printf("streaming-save crash test: %d kills, %llu while a snapshot was being written, %llu writes kept\n", kills,
+              static_cast<unsigned long long>(during_save), static_cast<unsigned long long>(applied));
   EXPECT_GT(during_save, 0u);
 }
 

@@ -152,9 +152,8 @@ TEST(Refuse, NotRegularFiles) {
   ASSERT_FALSE(dir.empty());
   const std::string fifo = dir + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  expect_refused({{"/dev/zero", "/dev/zero", MNEMO_E_IO},
-                  {"a FIFO", fifo, MNEMO_E_IO},
-                  {"a directory", dir, MNEMO_E_IO}});
+  expect_refused(
+      {{"/dev/zero", "/dev/zero", MNEMO_E_IO}, {"a FIFO", fifo, MNEMO_E_IO}, {"a directory", dir, MNEMO_E_IO}});
   // The message says what the path is.
   mnemo_runtime* rt = cpu_runtime();
   ASSERT_NE(rt, nullptr);
@@ -202,8 +201,7 @@ TEST(Refuse, SparseZerosAndTruncatedHeader) {
   ASSERT_NE(rt, nullptr);
   mnemo_store* s = nullptr;
   EXPECT_EQ(mnemo_store_open(rt, cut.c_str(), &s), MNEMO_E_CORRUPT);
-  EXPECT_NE(std::string(mnemo_last_error()).find("the file holds 4096 bytes"), std::string::npos)
-      << mnemo_last_error();
+  EXPECT_NE(std::string(mnemo_last_error()).find("the file holds 4096 bytes"), std::string::npos) << mnemo_last_error();
   mnemo_runtime_destroy(rt);
   unlink(zeros.c_str());
   unlink(cut.c_str());
@@ -329,7 +327,8 @@ TEST_F(LargeFiles, Large_OpenAndSaveSnapshotInBoundedMemory) {
             }),
             "");
   // The saved copy is byte-identical to the file it came from.
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   ASSERT_EQ(stat(a.c_str(), &sa), 0);
   ASSERT_EQ(stat(b.c_str(), &sb), 0);
   EXPECT_EQ(sa.st_size, sb.st_size);
