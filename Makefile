@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel bench clean format fuzz fuzz-build
 
 all: build
 
@@ -53,8 +53,21 @@ test-tsan: deps $(TSAN)/CMakeCache.txt
 
 test-rust: build
 	@if [ -x scripts/rust-check.sh ]; then MNEMO_LIB_DIR=$(CURDIR)/$(BUILD)/lib bash scripts/rust-check.sh $(CURDIR)/$(BUILD); fi
+	bash scripts/rust-package-check.sh $(CURDIR)/$(BUILD)/cargo-package
 
-test: test-cpp test-asan test-tsan test-rust
+# An install prefix used by out-of-tree C consumers (CMake package, pkg-config).
+test-install: build
+	JOBS=$(JOBS) bash scripts/install-consumer-test.sh $(BUILD)
+
+# Fresh venv, `pip install .`, import with no variable set, a search, uninstall.
+# The wheel's CUDA module is left out here (MNEMO_WHEEL_CUDA=AUTO builds it):
+# the CUDA code is built and tested by the main build already, and a second
+# nvcc build would add minutes on a 2-core CI machine.
+MNEMO_WHEEL_CUDA ?= OFF
+test-wheel:
+	MNEMO_WHEEL_CUDA=$(MNEMO_WHEEL_CUDA) bash scripts/wheel-test.sh
+
+test: test-cpp test-asan test-tsan test-rust test-install test-wheel
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in

@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t stride = gridDim.x * kWarps;
   // R rows per step (rows past the end re-read the first and are not
   // offered), slot metadata loaded ahead of the rows. Measured on the H200:
-  // two rows beat one; four were slower for f16 at 768 (0.69 vs 0.52 ms).
+  // two rows beat one; four were slower for f16 at 768, with shared-memory
+  // lists (0.69 vs 0.52 ms) and with register lists (0.68 vs 0.49 ms).
   constexpr int R = 2;
   for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += R * stride) {
     uint32_t slot[R];
@@ -332,12 +333,21 @@ void launch_score_rows(const StoreRef& s, const float* queries, const float* qno
               "score smem");
       kernel<<<blocks, kThreads, smem, st>>>(s, q, qnorms + q0, n, out);
     };
+    // One query alone does not pay for four queries' arithmetic.
+    auto by_qb = [&](auto one, auto four) { n == 1 ? go(one) : go(four); };
     switch (s.dtype) {
-      case DType::f16: l2 ? go(score_rows_kernel<__half, true, 4>) : go(score_rows_kernel<__half, false, 4>); break;
-      case DType::bf16:
-        l2 ? go(score_rows_kernel<__nv_bfloat16, true, 4>) : go(score_rows_kernel<__nv_bfloat16, false, 4>);
+      case DType::f16:
+        l2 ? by_qb(score_rows_kernel<__half, true, 1>, score_rows_kernel<__half, true, 4>)
+           : by_qb(score_rows_kernel<__half, false, 1>, score_rows_kernel<__half, false, 4>);
         break;
-      default: l2 ? go(score_rows_kernel<float, true, 4>) : go(score_rows_kernel<float, false, 4>); break;
+      case DType::bf16:
+        l2 ? by_qb(score_rows_kernel<__nv_bfloat16, true, 1>, score_rows_kernel<__nv_bfloat16, true, 4>)
+           : by_qb(score_rows_kernel<__nv_bfloat16, false, 1>, score_rows_kernel<__nv_bfloat16, false, 4>);
+        break;
+      default:
+        l2 ? by_qb(score_rows_kernel<float, true, 1>, score_rows_kernel<float, true, 4>)
+           : by_qb(score_rows_kernel<float, false, 1>, score_rows_kernel<float, false, 4>);
+        break;
     }
     MNEMO_CUDA_LAUNCHED("score_rows_kernel");
   }

@@ -144,8 +144,11 @@ run() {
     --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack"
   fi
   if python3 -c "import numpy, pytest" 2>/dev/null; then
-    step "python on CUDA" 120 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
+    step "python on CUDA" 240 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
       python3 -m pytest -q -p no:cacheprovider python/tests
+    # 1q x 1M x 768 search from a torch CUDA tensor against torch.topk(q @ X.T).
+    step "torch tensor search" 300 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" PYTHONPATH="$PWD/python" \
+      python3 python/tests/bench_torch_search.py "$out/torch_search.txt"
   fi
   if [ -x .device/bin/rust_differential ]; then
     step "rust differential" 300 env MNEMO_TEST_CUDA=1 .device/bin/rust_differential
@@ -166,6 +169,7 @@ run() {
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]|tests? ran|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 40
   echo
   [ -f "$out/gpu-table.md" ] && cat "$out/gpu-table.md"
+  [ -f "$out/torch_search.txt" ] && { echo; echo "== search from a torch tensor"; cat "$out/torch_search.txt"; }
   echo
   echo "== steps"
   local i

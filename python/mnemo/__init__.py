@@ -5,19 +5,25 @@ MNEMO_LIB_DIR, in this package's directory, then where the system keeps
 libraries; its ABI version is checked on import (LibraryLoadError, an
 ImportError, otherwise).
 
-Arrays go in and come out as numpy arrays. Every input must be C-contiguous,
-16-byte aligned and of the documented dtype; nothing is converted silently
-(use aligned_array() to convert). bf16 data travels as uint16 bit patterns
-(see f32_to_bf16 / bf16_to_f32).
+Inputs may be lists, numpy arrays of any real dtype and layout, or tensors of
+other frameworks (PyTorch, CuPy, JAX). Arrays that are already float32 (or the
+store's dtype), C-contiguous and 16-byte aligned, and uint64 ids, are passed
+without a copy; anything else is converted with one copy, and copy=False
+refuses instead. CUDA tensors on a CUDA runtime go to the `_device` entry
+points on the producer's stream and come back as that framework's tensors
+(docs/python.md). bf16 data travels as uint16 bit patterns in numpy (see
+f32_to_bf16 / bf16_to_f32) and as torch.bfloat16 in PyTorch.
 
     >>> import numpy as np, mnemo
     >>> with mnemo.Runtime(backend="cpu") as rt:
     ...     store = mnemo.Store(rt, dim=4)
-    ...     store.add([1, 2], mnemo.aligned_array(np.eye(2, 4), np.float32))
-    ...     ids, scores = store.search(mnemo.aligned_array([1, 0, 0, 0], np.float32), k=1)
+    ...     store.add([1, 2], np.eye(2, 4))
+    ...     ids, scores = store.search([1, 0, 0, 0], k=1)
 """
 
 from __future__ import annotations
+
+import os
 
 from ._lib import ABI_VERSION, LIBRARY_PATH, lib
 from .arrays import ALIGNMENT, aligned_array, aligned_empty, aligned_zeros, is_aligned
@@ -26,9 +32,15 @@ from .enums import Backend, DType, FilterKind, Metric, Precision, Status
 from .errors import LibraryLoadError, MnemoError, MnemoTypeError, MnemoValueError
 from .ops import layer_norm, normalize_rows, resample, score_pairs, similarity
 from .runtime import Runtime, RuntimeInfo
-from .store import NO_ID, Store, StoreShape, bitmap_from_mask
+from .store import NO_ID, Store, StoreShape, StoreStats, bitmap_from_mask
 
 __version__ = "0.1.0"
+
+
+def open_durable(runtime: Runtime, path: "str | os.PathLike[str]", dim: int = 0,
+                 dtype: object = "f32", metric: object = "cosine", **kwargs: object) -> Store:
+    """Opens or creates a durable store: see Store.open_durable."""
+    return Store.open_durable(runtime, path, dim, dtype, metric, **kwargs)  # type: ignore[arg-type]
 
 
 def version() -> str:
@@ -55,7 +67,7 @@ __all__ = [
     "ABI_VERSION", "ALIGNMENT", "NO_ID",
     "Backend", "DType", "FilterKind", "Metric", "Precision", "Status",
     "LibraryLoadError", "MnemoError", "MnemoTypeError", "MnemoValueError",
-    "Runtime", "RuntimeInfo", "Store", "StoreShape",
+    "Runtime", "RuntimeInfo", "Store", "StoreShape", "StoreStats", "open_durable",
     "aligned_array", "aligned_empty", "aligned_zeros", "is_aligned",
     "bf16_to_f32", "f32_to_bf16", "bitmap_from_mask",
     "similarity", "score_pairs", "resample", "normalize_rows", "layer_norm",

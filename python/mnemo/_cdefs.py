@@ -66,6 +66,36 @@ class ResampleOptions(Structure):
     ]
 
 
+class DurableOptions(Structure):
+    """struct mnemo_durable_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("sync", c_int32),
+        ("journal_path", c_char_p),
+        ("dim", c_uint64),
+        ("dtype", c_int32),
+        ("metric", c_int32),
+    ]
+
+
+class StoreStatistics(Structure):
+    """struct mnemo_store_statistics."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("durable", c_uint32),
+        ("vectors", c_uint64),
+        ("tombstones", c_uint64),
+        ("slots", c_uint64),
+        ("host_bytes", c_uint64),
+        ("device_bytes", c_uint64),
+        ("journal_records", c_uint64),
+        ("journal_bytes", c_uint64),
+        ("sequence", c_uint64),
+    ]
+
+
 # Handles are opaque; c_void_p keeps them as plain ints on the Python side.
 _H = c_void_p
 _P = c_void_p  # any data pointer
@@ -86,6 +116,8 @@ PROTOTYPES = {
     "mnemo_runtime_destroy": (None, [_H]),
     "mnemo_runtime_info": (c_status, [_H, POINTER(RuntimeReport)]),
     "mnemo_similarity": (c_status, [_H, _I32, _P, _U64, _P, _I32, _U64, _U64, _P]),
+    "mnemo_similarity_device": (c_status, [_H, _I32, _P, _U64, _P, _I32, _U64, _U64, _P,
+                                           _P]),
     "mnemo_store_create": (c_status, [_H, _U64, _I32, _I32, POINTER(_H)]),
     "mnemo_store_destroy": (None, [_H]),
     "mnemo_store_add": (c_status, [_H, _P, _P, _I32, _U64]),
@@ -100,16 +132,30 @@ PROTOTYPES = {
     "mnemo_search_options_default": (SearchOptions, []),
     "mnemo_store_search": (c_status, [_H, _P, _U64, _U64, POINTER(SearchOptions),
                                       _P, _P]),
+    "mnemo_store_search_device": (c_status, [_H, _P, _U64, _U64, POINTER(SearchOptions),
+                                             _P, _P, _P]),
     "mnemo_store_save": (c_status, [_H, c_char_p]),
     "mnemo_store_open": (c_status, [_H, c_char_p, POINTER(_H)]),
+    "mnemo_durable_options_default": (DurableOptions, []),
+    "mnemo_store_open_durable": (c_status, [_H, c_char_p, POINTER(DurableOptions),
+                                            POINTER(_H)]),
+    "mnemo_store_checkpoint": (c_status, [_H]),
+    "mnemo_store_stats": (c_status, [_H, POINTER(StoreStatistics)]),
     "mnemo_score_pairs": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,
                                      _I32, _U64, _P]),
+    "mnemo_score_pairs_device": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,
+                                            _I32, _U64, _P, _P]),
     "mnemo_resample_options_default": (ResampleOptions, []),
     "mnemo_resample": (c_status, [_H, _P, _I32, _U64, _U64, _U64, _P, _P, _I32,
                                   _U64, POINTER(ResampleOptions), _P]),
+    "mnemo_resample_device": (c_status, [_H, _P, _I32, _U64, _U64, _U64, _P, _P, _I32,
+                                         _U64, POINTER(ResampleOptions), _P, _P]),
     "mnemo_normalize_rows": (c_status, [_H, _P, _P, _I32, _U64, _U64]),
+    "mnemo_normalize_rows_device": (c_status, [_H, _P, _P, _I32, _U64, _U64, _P]),
     "mnemo_layer_norm": (c_status, [_H, _P, _P, _I32, _U64, _U64, _P, _P,
                                     c_float]),
+    "mnemo_layer_norm_device": (c_status, [_H, _P, _P, _I32, _U64, _U64, _P, _P,
+                                           c_float, _P]),
 }
 
 

@@ -6,18 +6,16 @@ import ctypes
 import os
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _cdefs
+from . import _cdefs, ops
 from ._lib import check, lib
 from ._owned import OwnedHandle
 from .enums import Backend, DType, Metric, Precision, Status, parse_enum
 from .errors import MnemoValueError
-
-if TYPE_CHECKING:
-    from .store import Store
+from .store import PathLike, Store
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,7 @@ class Runtime(OwnedHandle):
                  workspace_bytes: int = 0) -> None:
         self._handle: Optional[int] = None
         self._stores: "weakref.WeakSet[Store]" = weakref.WeakSet()
+        self._active: Optional[Tuple[int, int]] = None
         opts = lib.mnemo_runtime_options_default()
         opts.backend = parse_enum(backend, Backend, "backend")
         opts.precision = parse_enum(precision, Precision, "precision")
@@ -118,6 +117,14 @@ class Runtime(OwnedHandle):
             reason=report.reason.decode(errors="replace"),
         )
 
+    def active_backend(self) -> Tuple[int, int]:
+        """(backend_active, device_id) of info(), read once: which entry
+        points CUDA tensors go to."""
+        if self._active is None:
+            report = self.info()
+            self._active = (int(report.backend_active), int(report.device_id))
+        return self._active
+
     def close(self) -> None:
         """Destroys the runtime and, first, every store still open on it."""
         if self._handle is None:
@@ -135,40 +142,39 @@ class Runtime(OwnedHandle):
     # Conveniences: the same operations as the module-level functions.
 
     def store(self, dim: int, dtype: Union[DType, str, Any] = "f32",
-              metric: Union[Metric, str, int] = "cosine") -> "Store":
+              metric: Union[Metric, str, int] = "cosine") -> Store:
         """A new empty Store on this runtime."""
-        from .store import Store
         return Store(self, dim, dtype, metric)
 
-    def similarity(self, queries: np.ndarray, targets: np.ndarray,
+    def open_durable(self, path: PathLike, dim: int = 0, dtype: Any = "f32",
+                     metric: Union[Metric, str, int] = "cosine", **kwargs: Any) -> Store:
+        """See mnemo.Store.open_durable."""
+        return Store.open_durable(self, path, dim, dtype, metric, **kwargs)
+
+    def similarity(self, queries: Any, targets: Any,
                    metric: Union[Metric, str, int] = "cosine",
-                   out: Optional[np.ndarray] = None) -> np.ndarray:
+                   out: Any = None, copy: Optional[bool] = None) -> Any:
         """See mnemo.similarity."""
-        from .ops import similarity
-        return similarity(self, queries, targets, metric, out=out)
+        return ops.similarity(self, queries, targets, metric, out=out, copy=copy)
 
-    def score_pairs(self, table: np.ndarray, src: Any, tgt: Any,
+    def score_pairs(self, table: Any, src: Any, tgt: Any,
                     metric: Union[Metric, str, int] = "cosine",
-                    out: Optional[np.ndarray] = None) -> np.ndarray:
+                    out: Any = None, copy: Optional[bool] = None) -> Any:
         """See mnemo.score_pairs."""
-        from .ops import score_pairs
-        return score_pairs(self, table, src, tgt, metric, out=out)
+        return ops.score_pairs(self, table, src, tgt, metric, out=out, copy=copy)
 
-    def resample(self, data: np.ndarray, src_times: np.ndarray, tgt_times: np.ndarray,
+    def resample(self, data: Any, src_times: Any, tgt_times: Any,
                  src_lengths: Any = None, tgt_lengths: Any = None,
-                 out: Optional[np.ndarray] = None) -> np.ndarray:
+                 out: Any = None, copy: Optional[bool] = None) -> Any:
         """See mnemo.resample."""
-        from .ops import resample
-        return resample(self, data, src_times, tgt_times, src_lengths, tgt_lengths, out=out)
+        return ops.resample(self, data, src_times, tgt_times, src_lengths, tgt_lengths,
+                            out=out, copy=copy)
 
-    def normalize_rows(self, x: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+    def normalize_rows(self, x: Any, out: Any = None, copy: Optional[bool] = None) -> Any:
         """See mnemo.normalize_rows."""
-        from .ops import normalize_rows
-        return normalize_rows(self, x, out=out)
+        return ops.normalize_rows(self, x, out=out, copy=copy)
 
-    def layer_norm(self, x: np.ndarray, gamma: Optional[np.ndarray] = None,
-                   beta: Optional[np.ndarray] = None, eps: float = 1e-5,
-                   out: Optional[np.ndarray] = None) -> np.ndarray:
+    def layer_norm(self, x: Any, gamma: Any = None, beta: Any = None, eps: float = 1e-5,
+                   out: Any = None, copy: Optional[bool] = None) -> Any:
         """See mnemo.layer_norm."""
-        from .ops import layer_norm
-        return layer_norm(self, x, gamma, beta, eps, out=out)
+        return ops.layer_norm(self, x, gamma, beta, eps, out=out, copy=copy)

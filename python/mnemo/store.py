@@ -1,22 +1,31 @@
-"""Store: a memory store of vectors with caller-chosen uint64 ids."""
+"""Store: a memory store of vectors with caller-chosen uint64 ids.
+
+This module does not import runtime.py (which imports it): a store takes
+any runtime object with .handle, ._stores and .active_backend()."""
 
 from __future__ import annotations
 
 import ctypes
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _cdefs
 from ._lib import check, lib
 from ._owned import OwnedHandle
-from .arrays import (aligned_zeros, as_input, check_array, check_shape,
-                     check_u64, mnemo_dtype, output, ptr)
+from .arrays import (INDICES, aligned_zeros, check_shape, check_u64, host_input,
+                     mnemo_dtype, output)
+from .arrays import ptr as host_ptr
 from .enums import DType, FilterKind, Metric, Status, parse_enum
-from .errors import MnemoTypeError, MnemoValueError
+from .errors import MnemoError, MnemoTypeError, MnemoValueError
+from .tensors import Placement, ptr
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
+Runtime = Any  # a mnemo.Runtime (not imported: runtime.py imports this module)
+
+#: Sync policies of open_durable (enum mnemo_sync_policy).
+SYNC_POLICIES = {"each_write": 0, "os": 1}
 
 #: MNEMO_NO_ID: the id of result slots that have no candidate.
 NO_ID = 2**64 - 1
@@ -24,6 +33,21 @@ NO_ID = 2**64 - 1
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 _DATA_DTYPES = (np.float32, np.float16, np.uint16)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What a store holds (struct mnemo_store_statistics)."""
+
+    durable: bool
+    vectors: int
+    tombstones: int
+    slots: int
+    host_bytes: int
+    device_bytes: int
+    journal_records: int
+    journal_bytes: int
+    sequence: int
 
 
 class StoreShape(NamedTuple):
@@ -43,6 +67,15 @@ def _parse_dtype(dtype: Any) -> int:
         return int(mnemo_dtype(np.empty(0, dtype=dtype)))
     except TypeError:
         raise MnemoTypeError(Status.E_DTYPE, f"unknown dtype {dtype!r}") from None
+
+
+def _c_path(path: PathLike, name: str = "path") -> bytes:
+    """A file path as the C string the library reads; a NUL byte would cut
+    it short silently, so it is refused."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"{name} {path!r} contains a NUL byte")
+    return raw
 
 
 def bitmap_from_mask(mask: Any) -> np.ndarray:
@@ -91,15 +124,67 @@ class Store(OwnedHandle):
         """Opens a store written by save() (mnemo_store_open). A damaged
         file raises MnemoError(MNEMO_E_CORRUPT), a missing one MNEMO_E_IO."""
         handle = ctypes.c_void_p()
-        check(lib.mnemo_store_open(runtime.handle, os.fsencode(path), ctypes.byref(handle)))
+        check(lib.mnemo_store_open(runtime.handle, _c_path(path), ctypes.byref(handle)))
         store = cls.__new__(cls)
         store._handle = None
         store._adopt(runtime, handle.value)
         return store
 
+    @classmethod
+    def open_durable(cls, runtime: "Runtime", path: PathLike, dim: int = 0,
+                     dtype: Any = "f32", metric: Union[Metric, str, int] = "cosine", *,
+                     sync: str = "each_write",
+                     journal_path: Optional[PathLike] = None) -> "Store":
+        """Opens, or with dim > 0 creates, the durable store whose snapshot is
+        at `path` (mnemo_store_open_durable): every add, remove and set_bias
+        is journaled before it returns, and replayed on the next open.
+
+        Args:
+            dim: 0 (default): the store must exist; else the shape of a new
+                store, which an existing one must match (MNEMO_E_SHAPE).
+            dtype, metric: the shape of a new store.
+            sync: "each_write" (fdatasync before each write returns: survives
+                a machine crash) or "os" (survives a process crash).
+            journal_path: default `path` + ".journal".
+
+        A damaged snapshot or journal raises MnemoError(MNEMO_E_CORRUPT); no
+        store and dim = 0, or a journal locked by another process, MNEMO_E_IO.
+        """
+        if sync not in SYNC_POLICIES:
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                  f"sync must be one of {', '.join(SYNC_POLICIES)}, not {sync!r}")
+        opts = lib.mnemo_durable_options_default()
+        opts.sync = SYNC_POLICIES[sync]
+        journal = None if journal_path is None else _c_path(journal_path, "journal_path")
+        opts.journal_path = journal
+        opts.dim = check_u64(dim, "dim")
+        opts.dtype = _parse_dtype(dtype)
+        opts.metric = parse_enum(metric, Metric, "metric")
+        handle = ctypes.c_void_p()
+        check(lib.mnemo_store_open_durable(runtime.handle, _c_path(path), ctypes.byref(opts),
+                                           ctypes.byref(handle)))
+        store = cls.__new__(cls)
+        store._handle = None
+        store._adopt(runtime, handle.value)
+        return store
+
+    def checkpoint(self) -> None:
+        """Durable store: writes a new snapshot and empties the journal
+        (mnemo_store_checkpoint); MNEMO_E_UNSUPPORTED for another store."""
+        check(lib.mnemo_store_checkpoint(self.handle))
+
+    def stats(self) -> StoreStats:
+        """Counts and sizes of the store (mnemo_store_stats)."""
+        raw = _cdefs.StoreStatistics()
+        raw.struct_size = ctypes.sizeof(raw)
+        check(lib.mnemo_store_stats(self.handle, ctypes.byref(raw)))
+        return StoreStats(bool(raw.durable), raw.vectors, raw.tombstones, raw.slots,
+                          raw.host_bytes, raw.device_bytes, raw.journal_records,
+                          raw.journal_bytes, raw.sequence)
+
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""
-        check(lib.mnemo_store_save(self.handle, os.fsencode(path)))
+        check(lib.mnemo_store_save(self.handle, _c_path(path)))
 
     @property
     def handle(self) -> int:
@@ -185,43 +270,58 @@ class Store(OwnedHandle):
 
     # Writes.
 
-    def _ids(self, ids: Any) -> np.ndarray:
+    def _ids(self, ids: Any, copy: Optional[bool] = None) -> np.ndarray:
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-            ids = [ids]
-        return as_input(ids, "ids", [np.uint64], ndim=1)
+            # One id: there is no caller's buffer to keep, copy=False or not.
+            return host_input([ids], "ids", [np.uint64], ndim=1, kind=INDICES)
+        return Placement(self._runtime, ids, (), copy, host=True).input(
+            ids, "ids", [np.uint64], ndim=1, kind=INDICES)
 
-    def add(self, ids: Any, vectors: np.ndarray) -> None:
+    def add(self, ids: Any, vectors: Any, *, copy: Optional[bool] = None) -> None:
         """Adds or replaces (upsert) vectors.
 
         Args:
-            ids: uint64 [count] (a list or one int is converted).
+            ids: [count] non-negative integers (uint64; lists, int64 and
+                int32 arrays are checked and converted; one int for one id).
             vectors: [count, dim] (or [dim] for one id) of float32 or of the
-                store's own dtype (float16, or uint16 bf16 bits).
+                store's own dtype (float16, or uint16 bf16 bits), passed as
+                they are; other real dtypes are converted to float32.
+            copy: False refuses arguments that would need a conversion.
+
+        Every check runs before the library is called: a refused argument
+        writes nothing. CUDA tensors are copied to the host (the library
+        takes host vectors for writes).
         """
-        i = self._ids(ids)
-        v = check_array(vectors, "vectors", _DATA_DTYPES, ndim=(1, 2))
+        i = self._ids(ids, copy)
+        # float32, or the store's own dtype (taken as is): anything else,
+        # float16 into a bf16 store included, is converted to float32.
+        own = {DType.F16: np.float16, DType.BF16: np.uint16}.get(self._shape.dtype)
+        accepted = (np.float32,) if own is None else (np.float32, own)
+        v = Placement(self._runtime, vectors, (), copy, host=True).input(
+            vectors, "vectors", accepted, ndim=(1, 2))
         if v.ndim == 1:
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
-        check(lib.mnemo_store_add(self.handle, ptr(i), ptr(v), mnemo_dtype(v), i.shape[0]))
+        check(lib.mnemo_store_add(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
+                                  i.shape[0]))
 
     def remove(self, ids: Any) -> int:
         """Removes ids (absent ones are ignored); returns how many were present."""
         i = self._ids(ids)
         removed = ctypes.c_uint64()
-        check(lib.mnemo_store_remove(self.handle, ptr(i), i.shape[0], ctypes.byref(removed)))
+        check(lib.mnemo_store_remove(self.handle, host_ptr(i), i.shape[0], ctypes.byref(removed)))
         return removed.value
 
     def set_bias(self, ids: Any, biases: Any) -> None:
-        """Sets the additive bias of each id (float32 [count]; lists are
-        converted). An absent id raises MnemoError(MNEMO_E_NOT_FOUND) and
-        then no bias changes."""
+        """Sets the additive bias of each id (float32 [count]; lists and
+        other real dtypes are converted). An absent id raises
+        MnemoError(MNEMO_E_NOT_FOUND) and then no bias changes."""
         i = self._ids(ids)
         if isinstance(biases, (int, float)):
             biases = [biases]
-        b = as_input(biases, "biases", [np.float32], ndim=1)
+        b = Placement(self._runtime, biases, host=True).input(biases, "biases", [np.float32], ndim=1)
         check_shape(b, "biases", i.shape)
-        check(lib.mnemo_store_set_bias(self.handle, ptr(i), ptr(b), i.shape[0]))
+        check(lib.mnemo_store_set_bias(self.handle, host_ptr(i), host_ptr(b), i.shape[0]))
 
     # Reads.
 
@@ -229,61 +329,84 @@ class Store(OwnedHandle):
         """The stored (rounded) vector of `id` as float32 [dim];
         MnemoError(MNEMO_E_NOT_FOUND) if absent."""
         res = output(out, "out", (self.dim,), np.float32)
-        check(lib.mnemo_store_get(self.handle, check_u64(id, "id"), ptr(res)))
+        check(lib.mnemo_store_get(self.handle, check_u64(id, "id"), host_ptr(res)))
         return res
 
-    def search(self, queries: np.ndarray, k: int, *,
+    def search(self, queries: Any, k: int, *,
                filter_ids: Any = None, filter_bitmap: Any = None,
                filter_count: Optional[int] = None, apply_bias: bool = False,
-               out_ids: Optional[np.ndarray] = None,
-               out_scores: Optional[np.ndarray] = None
-               ) -> Tuple[np.ndarray, np.ndarray]:
-        """k best stored vectors per query (mnemo_store_search).
+               out_ids: Any = None, out_scores: Any = None,
+               copy: Optional[bool] = None) -> Tuple[Any, Any]:
+        """k best stored vectors per query (mnemo_store_search; for CUDA
+        tensors, mnemo_store_search_device on the producer's stream).
 
         Args:
-            queries: float32 [nq, dim], or [dim] for one query.
+            queries: float32 [nq, dim], or [dim] for one query (other real
+                dtypes are converted; a torch / CuPy CUDA tensor is searched
+                on the device when the store is held by that GPU).
             k: results per query, >= 1; slots past the candidates get id
                 NO_ID and score NaN.
-            filter_ids: allow-list of ids (uint64; unknown ids are ignored).
+            filter_ids: allow-list of ids (non-negative integers; unknown ids
+                are ignored). Filters stay in host memory.
             filter_bitmap: allowed slots, either a bool mask of length
                 slot_count() or packed uint64 words (bit s of word s // 64).
             filter_count: number of slots a packed bitmap covers; defaults to
                 slot_count() (the library requires that value).
             apply_bias: rank by score + bias (cosine, dot) or distance - bias
                 (l2sq); returned scores include the bias.
+            copy: False refuses queries that would need a conversion.
 
         Returns:
-            (ids uint64, scores float32), each [nq, k] (or [k] for a 1-D
-            query), best first, ties broken by the smaller id.
+            (ids, scores float32), each [nq, k] (or [k] for a 1-D query),
+            best first, ties broken by the smaller id. ids are uint64 numpy
+            or CuPy arrays, int64 torch tensors (NO_ID reads as -1).
         """
-        q = check_array(queries, "queries", [np.float32], ndim=(1, 2))
-        q2 = q.reshape(1, -1) if q.ndim == 1 else q
-        if q2.shape[1] != self.dim:
-            raise MnemoValueError(Status.E_SHAPE,
-                                  f"queries have dimension {q2.shape[1]}; the store has {self.dim}")
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.apply_bias = 1 if apply_bias else 0
         keep = None  # the filter array must stay alive through the call
         if filter_ids is not None and filter_bitmap is not None:
-            raise ValueError("give filter_ids or filter_bitmap, not both")
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                  "give filter_ids or filter_bitmap, not both")
         if filter_ids is not None:
-            keep = as_input(filter_ids, "filter_ids", [np.uint64], ndim=1)
+            keep = Placement(self._runtime, filter_ids, (), copy, host=True).input(
+                filter_ids, "filter_ids", [np.uint64], ndim=1, kind=INDICES)
             opts.filter_kind = FilterKind.IDS
-            opts.filter_ids = ptr(keep)
+            opts.filter_ids = host_ptr(keep)
             opts.filter_count = keep.shape[0]
         elif filter_bitmap is not None:
             keep, count = self._bitmap(filter_bitmap, filter_count)
             opts.filter_kind = FilterKind.SLOT_BITMAP
-            opts.filter_bitmap = ptr(keep)
+            opts.filter_bitmap = host_ptr(keep)
             opts.filter_count = count
-        nq = q2.shape[0]
-        shape = (k,) if q.ndim == 1 else (nq, k)
-        ids = output(out_ids, "out_ids", shape, np.uint64)
-        scores = output(out_scores, "out_scores", shape, np.float32)
-        check(lib.mnemo_store_search(self.handle, ptr(q2), nq, k, ctypes.byref(opts),
-                                     ptr(ids), ptr(scores)))
-        return ids, scores
+        where = Placement(self._runtime, queries, (), copy)
+        for attempt in range(2):
+            q = where.input(queries, "queries", [np.float32], ndim=(1, 2))
+            one = len(q.shape) == 1
+            nq, qdim = (1, q.shape[0]) if one else q.shape
+            if qdim != self.dim:
+                raise MnemoValueError(Status.E_SHAPE,
+                                      f"queries have dimension {qdim}; the store has {self.dim}")
+            shape = (k,) if one else (nq, k)
+            ids = where.output(out_ids, "out_ids", shape, np.uint64)
+            scores = where.output(out_scores, "out_scores", shape, np.float32)
+            if not where.on_device:
+                check(lib.mnemo_store_search(self.handle, ptr(q), nq, k, ctypes.byref(opts),
+                                             ptr(ids), ptr(scores)))
+                break
+            if nq == 0:
+                break
+            try:
+                check(lib.mnemo_store_search_device(self.handle, ptr(q), nq, k,
+                                                    ctypes.byref(opts), ptr(ids), ptr(scores),
+                                                    where.stream))
+                break
+            except MnemoError as exc:
+                # An AUTO runtime may hold a small store in host memory.
+                if exc.status != Status.E_BACKEND_UNAVAILABLE or attempt:
+                    raise
+                where.host_fallback()
+        return where.result(ids), where.result(scores)
 
     def _bitmap(self, bitmap: Any, count: Optional[int]) -> Tuple[np.ndarray, int]:
         arr = np.asarray(bitmap)
@@ -292,7 +415,7 @@ class Store(OwnedHandle):
                 raise MnemoValueError(Status.E_SHAPE,
                                       f"filter_count {count} differs from the mask length {arr.size}")
             return bitmap_from_mask(arr), arr.size
-        words = check_array(bitmap, "filter_bitmap", [np.uint64], ndim=1)
+        words = host_input(bitmap, "filter_bitmap", [np.uint64], ndim=1, kind=INDICES)
         n = self.slot_count() if count is None else check_u64(count, "filter_count")
         # The library reads ceil(n / 64) words; fewer would be read past the end.
         check_shape(words, "filter_bitmap", ((n + 63) // 64,))

@@ -82,6 +82,15 @@ def test_struct_mirrors_match_library_sizes() -> None:
     assert lib.mnemo_search_options_default().struct_size == ctypes.sizeof(_cdefs.SearchOptions)
     assert (lib.mnemo_resample_options_default().struct_size
             == ctypes.sizeof(_cdefs.ResampleOptions))
+    durable = lib.mnemo_durable_options_default()
+    assert durable.struct_size == ctypes.sizeof(_cdefs.DurableOptions)
+    assert (durable.sync, durable.dim, durable.dtype, durable.metric) == (0, 0, 1, 1)
+    # A statistics struct smaller than the library's is refused.
+    store = mnemo.Store(mnemo.Runtime(backend="cpu"), 4)
+    small = _cdefs.StoreStatistics()
+    small.struct_size = 8
+    assert lib.mnemo_store_stats(store.handle, ctypes.byref(small)) == mnemo.Status.E_INVALID_ARGUMENT
+    store.close()
     defaults = lib.mnemo_runtime_options_default()
     assert (defaults.backend, defaults.precision, defaults.validate) == (0, 0, 1)
 

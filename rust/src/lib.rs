@@ -39,6 +39,7 @@
 
 mod aligned;
 mod dtype;
+mod durable;
 mod error;
 mod ops;
 mod runtime;
@@ -65,6 +66,7 @@ pub mod sys;
 
 pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
+pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};

@@ -262,7 +262,7 @@ impl<T: Storage> Store<T> {
     }
 
     /// Takes ownership of a fresh handle and reads its shape.
-    fn wrap(rt: &Runtime, out: *mut sys::mnemo_store) -> Result<Self> {
+    pub(crate) fn wrap(rt: &Runtime, out: *mut sys::mnemo_store) -> Result<Self> {
         let ptr = NonNull::new(out).ok_or_else(|| {
             Error::new(Status::Internal, "the library returned OK without a store")
         })?;
@@ -289,7 +289,7 @@ impl<T: Storage> Store<T> {
         Ok(store)
     }
 
-    fn stored_dtype(&self) -> Result<Option<DType>> {
+    pub(crate) fn stored_dtype(&self) -> Result<Option<DType>> {
         let mut dtype = OutScalar(0i32);
         // SAFETY: live store; dtype is a valid place, the others may be NULL.
         check(unsafe {
@@ -303,7 +303,7 @@ impl<T: Storage> Store<T> {
         Ok(DType::from_code(dtype.0))
     }
 
-    fn raw(&self) -> *mut sys::mnemo_store {
+    pub(crate) fn raw(&self) -> *mut sys::mnemo_store {
         self.ptr.as_ptr()
     }
 
@@ -676,7 +676,7 @@ impl<T: Storage> Store<T> {
     }
 }
 
-fn path_to_c(path: &Path) -> Result<CString> {
+pub(crate) fn path_to_c(path: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes = {
         use std::os::unix::ffi::OsStrExt;

@@ -7,6 +7,7 @@ mod common;
 
 mod aligned_vec;
 mod alignment;
+mod durable;
 mod errors;
 mod runtime;
 mod store;
