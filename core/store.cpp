@@ -244,9 +244,10 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   for (uint64_t i = 0; i < n; ++i)
     if (ids[i] == kNoId || !slot_of_.emplace(ids[i], i).second) return i;
   norms_.resize(n);
-  // One pass over the whole store: spread over the cores, as the scans are.
+  // One pass over the whole store: spread over the cores when it is large
+  // (a thread team costs more than a small store takes).
   const unsigned char* rows = vectors.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 16384)
   for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
     norms_[i] = static_cast<float>(cpu::row_norm(rows + static_cast<uint64_t>(i) * row_bytes_, dtype_, dim_));
   vectors_ = std::move(vectors);
