@@ -36,7 +36,7 @@ $(ASAN)/CMakeCache.txt:
 test-asan: deps $(ASAN)/CMakeCache.txt
 	cmake --build $(ASAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE nosan
+	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE "nosan|large"
 
 $(TSAN)/CMakeCache.txt:
 	cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=ON \
@@ -75,7 +75,8 @@ test: test-cpp test-asan test-tsan test-rust test-install test-wheel
 bench:
 	@bash scripts/install-deps.sh bench
 	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON
-	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench
+	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench
+	$(BENCH)/bin/mnemo_store_open_bench $(BENCH)
 	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"

@@ -1,6 +1,8 @@
 #include "file_reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -10,18 +12,28 @@
 namespace cli {
 
 namespace {
-uint64_t size_of(const std::string& path) {
+// Opened without blocking (a FIFO would wait for a writer) and checked on the
+// descriptor itself, so what is read is what was checked.
+std::FILE* open_regular(const std::string& path, uint64_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' is not a regular file");
-  return static_cast<uint64_t>(st.st_size);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error("'" + path + "' is not a regular file");
+  }
+  size = static_cast<uint64_t>(st.st_size);
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  }
+  return f;
 }
 }  // namespace
 
-FileReader::FileReader(const std::string& path) : path_(path), size_(size_of(path)), progress_("load", size_) {
-  f_ = std::fopen(path.c_str(), "rb");
-  if (!f_) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-}
+FileReader::FileReader(const std::string& path)
+    : path_(path), f_(open_regular(path, size_)), progress_("load", size_) {}
 
 FileReader::~FileReader() {
   if (f_) std::fclose(f_);

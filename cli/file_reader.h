@@ -25,8 +25,8 @@ class FileReader {
 
  private:
   std::string path_;
+  uint64_t size_ = 0, pos_ = 0;  // before f_: its opening sets size_
   std::FILE* f_ = nullptr;
-  uint64_t size_ = 0, pos_ = 0;
   Progress progress_;
 };
 

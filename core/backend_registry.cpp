@@ -20,6 +20,13 @@ bool cuda_module_built() {
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg, std::string& reason, Code& code) {
   code = Code::backend_unavailable;
+  // The driver first: without a usable device the module (and cuBLAS) is
+  // never loaded, so a runtime on a machine without a GPU stays light.
+  if (!cuda_device_present(reason)) {
+    reason = std::string(cuda_module_built() ? "" : "this build has no CUDA module; ") +
+             "CUDA backend unavailable: " + reason;
+    return nullptr;
+  }
   LoadedModule m;
   if (!load_module("libmnemo_cuda.so", m, reason)) {
     if (!cuda_module_built())

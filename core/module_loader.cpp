@@ -81,4 +81,41 @@ bool load_module(const char* file_name, LoadedModule& out, std::string& reason) 
   return cached.handle != nullptr;
 }
 
+bool cuda_device_present(std::string& reason) {
+  // Asked once per process. libcuda is the driver alone (a few MB); the
+  // module would bring the CUDA runtime, cuBLAS and cuBLASLt (hundreds).
+  static std::mutex mu;
+  static int known = -1;
+  static std::string why;
+  std::lock_guard<std::mutex> lock(mu);
+  if (known < 0) {
+    known = 0;
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = dlerror();
+      why = std::string("no CUDA driver (cannot load libcuda.so.1: ") + (e ? e : "unknown error") + ")";
+    } else {
+      using init_fn = int (*)(unsigned);
+      using count_fn = int (*)(int*);
+      auto init = reinterpret_cast<init_fn>(dlsym(h, "cuInit"));
+      auto count = reinterpret_cast<count_fn>(dlsym(h, "cuDeviceGetCount"));
+      int n = 0, rc = 0;
+      if (init == nullptr || count == nullptr)
+        why = "libcuda.so.1 lacks cuInit or cuDeviceGetCount";
+      else if ((rc = init(0)) != 0)
+        why = "no usable CUDA device (cuInit failed with CUresult " + std::to_string(rc) + ")";
+      else if ((rc = count(&n)) != 0)
+        why = "no usable CUDA device (cuDeviceGetCount failed with CUresult " + std::to_string(rc) + ")";
+      else if (n <= 0)
+        why = "no CUDA device";
+      else
+        known = 1;
+      // Without a device the driver goes again; with one it stays for the module.
+      if (known == 0) dlclose(h);
+    }
+  }
+  reason = why;
+  return known == 1;
+}
+
 }  // namespace mnemo

@@ -19,4 +19,10 @@ struct LoadedModule {
 // a reason (not found, unloadable, interface version mismatch).
 bool load_module(const char* file_name, LoadedModule& out, std::string& reason);
 
+// Whether the CUDA driver (libcuda.so.1, opened with dlopen: libmnemo.so does
+// not link CUDA) initialises and sees at least one device; false with a
+// reason otherwise. Asked once per process; loads neither the CUDA runtime
+// nor cuBLAS.
+bool cuda_device_present(std::string& reason);
+
 }  // namespace mnemo

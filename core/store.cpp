@@ -298,6 +298,33 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   be.search(a);
 }
 
+uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases) {
+  auto lock = write_lock();
+  const uint64_t n = ids.size();
+  slot_of_.reserve(n);
+  for (uint64_t i = 0; i < n; ++i)
+    if (ids[i] == kNoId || !slot_of_.emplace(ids[i], i).second) return i;
+  norms_.resize(n);
+  // One pass over the whole store: spread over the cores when it is large
+  // (a thread team costs more than a small store takes).
+  const unsigned char* rows = vectors.data();
+#pragma omp parallel for schedule(static) if (n >= 16384)
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+    norms_[i] = static_cast<float>(cpu::row_norm(rows + static_cast<uint64_t>(i) * row_bytes_, dtype_, dim_));
+  vectors_ = std::move(vectors);
+  slot_ids_ = std::move(ids);
+  biases_ = std::move(biases);
+  dead_ = 0;
+  mirror_update(0, n);
+  return UINT64_MAX;
+}
+
+void Store::save(const std::string& path) const {
+  auto lock = read_lock();
+  const uint64_t seq = journal_ ? journal_->last_seq() : 0;
+  replace_file(path, [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+}
+
 StoreContents Store::snapshot() const {
   auto lock = read_lock();
   return contents_locked();
@@ -367,16 +394,19 @@ void Store::apply(const JournalRecord& r) {
       // keep a store whose next snapshot would not load.
       for (uint64_t i = 0; i < r.count; ++i)
         if (r.ids[i] == kNoId) fail(Code::corrupt, "ids[" + std::to_string(i) + "] is the reserved MNEMO_NO_ID");
-      // The record's bytes sit at any offset: copy to aligned memory, in the
-      // store's dtype, so a value that rounds to infinity is seen.
-      AlignedBuffer in, v;
-      in.resize(r.data_bytes);
-      std::memcpy(in.data(), r.data, r.data_bytes);
+      // The record's vectors are in aligned memory (JournalRecord); checked in
+      // the store's dtype, so a value that rounds to infinity is seen. Only
+      // a record in another dtype needs a converted copy.
       const uint64_t n = r.count * dim_;
-      v.resize(n * dtype_size(dtype_));
-      convert(in.data(), r.dtype, v.data(), dtype_, n);
-      if (find_non_finite(v.data(), dtype_, n) != kNotFound) fail(Code::corrupt, "a vector element is not finite");
-      add_locked(r.ids, v.data(), dtype_, r.count, false);
+      const void* rows = r.data;
+      AlignedBuffer v;
+      if (r.dtype != dtype_) {
+        v.resize(n * dtype_size(dtype_));
+        convert(r.data, r.dtype, v.data(), dtype_, n);
+        rows = v.data();
+      }
+      if (find_non_finite(rows, dtype_, n) != kNotFound) fail(Code::corrupt, "a vector element is not finite");
+      add_locked(r.ids, rows, dtype_, r.count, false);
       break;
     }
     case JournalOp::remove: remove_locked(r.ids, r.count, false); break;
@@ -401,11 +431,12 @@ void Store::checkpoint() {
   // one sequence number, and the journal's counters change.
   auto lock = write_lock();
   if (!journal_) fail(Code::unsupported, "the store was not opened in durable mode (mnemo_store_open_durable)");
-  const StoreContents c = contents_locked();
+  const uint64_t seq = journal_->last_seq();
   // Snapshot first, then the journal: a crash between the two leaves a
   // journal whose records the snapshot already holds, which replay skips.
-  replace_file(snapshot_path_, encode_store(c));
-  journal_->reset(c.seq);
+  replace_file(snapshot_path_,
+               [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+  journal_->reset(seq);
 }
 
 }  // namespace mnemo

@@ -77,6 +77,15 @@ class Store {
   StoreContents snapshot() const;
   StoreStats stats() const;
 
+  // Takes the rows of a freshly loaded snapshot into an empty store without
+  // copying them (vectors: [ids.size() x dim] in the store dtype, finite).
+  // Returns the position of the first reserved or repeated id, or UINT64_MAX
+  // when every id is good; the store is to be discarded then.
+  uint64_t adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases);
+  // Writes the snapshot file straight from the store's arrays under the read
+  // lock (no copy of the store): writers wait until it is on disk.
+  void save(const std::string& path) const;
+
   // Replay of one journal record (before a journal is attached).
   void apply(const JournalRecord& r);
   // From now on every write goes to `journal` first; checkpoint() writes
@@ -146,6 +155,9 @@ struct DurableOptions {
 // Persistence (store_file.cpp). load_store puts the snapshot's journal
 // sequence into *seq when given.
 std::string encode_store(const StoreContents& c);
+// The snapshot file of the live slots of `v` (`live` of them), written to
+// `fd` in bounded pieces.
+void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq);
 void save_store(const Store& store, const std::string& path);
 std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq = nullptr);
 // A store that survives crashes: snapshot plus journal (store_durable.cpp).

@@ -8,11 +8,17 @@
 // (no seq) are still read. Written to a temporary file, flushed, renamed over
 // the target and the folder flushed, so a crash leaves the old file or the
 // new one, never half.
+// Loading and saving stream: the header is checked against the file's size
+// before anything is allocated, each section is read straight into the
+// buffer the store keeps (or written from the store's own arrays) in pieces
+// of kIoChunkBytes, checksummed on the way. Every section is an array of one
+// fixed-size entry per memory, so a new one is a line in sections().
 #include <xxhash.h>
 
 #include <cmath>
 #include <cstring>
-#include <unordered_set>
+#include <memory>
+#include <vector>
 
 #include "checked.h"
 #include "error.h"
@@ -29,137 +35,235 @@ constexpr uint32_t kFormatVersion = 2;
 // Header bytes before the header checksum, by version.
 constexpr uint32_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 4 + 4 + 8;
 constexpr uint32_t kHeaderBytes = kHeaderBytesV1 + 8;
+constexpr uint64_t kSectionHead = 4 + 4 + 8, kSectionTail = 8;
 enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3 };
 
-template <class T>
-void put(std::string& b, T v) {
-  b.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-void put_section(std::string& b, uint32_t tag, const void* data, uint64_t bytes) {
-  put<uint32_t>(b, tag);
-  put<uint32_t>(b, 0);
-  put<uint64_t>(b, bytes);
-  b.append(static_cast<const char*>(data), bytes);
-  put<uint64_t>(b, XXH3_64bits(data, bytes));
-}
-
-// Reads fields from the file image, refusing to run past its end.
-class Reader {
- public:
-  Reader(const std::string& buf, const std::string& path) : b_(buf), path_(path) {}
-  const char* take(uint64_t n, const char* what) {
-    if (n > b_.size() - pos_) fail(Code::corrupt, path_ + ": truncated in " + what);
-    const char* p = b_.data() + pos_;
-    pos_ += n;
-    return p;
-  }
-  template <class T>
-  T get(const char* what) {
-    T v;
-    std::memcpy(&v, take(sizeof v, what), sizeof v);
-    return v;
-  }
-  bool at_end() const { return pos_ == b_.size(); }
-
- private:
-  const std::string& b_;
-  const std::string& path_;
-  uint64_t pos_ = 0;
+// One section: `entry` bytes per memory, held per slot at `slots` (save) or
+// per memory at `dest` (load).
+struct Section {
+  uint32_t tag;
+  const char* name;
+  uint64_t entry;
+  const unsigned char* slots;
+  unsigned char* dest;
 };
 
-const char* section(Reader& r, uint32_t tag, uint64_t expect_bytes, const char* name, const std::string& path) {
-  if (r.get<uint32_t>(name) != tag) fail(Code::corrupt, path + ": expected the " + name + " section");
-  if (r.get<uint32_t>(name) != 0)
-    fail(Code::corrupt, path + ": reserved field of the " + name + " section is not zero");
-  if (r.get<uint64_t>(name) != expect_bytes) fail(Code::corrupt, path + ": " + name + " section has the wrong size");
-  const char* data = r.take(expect_bytes, name);
-  if (r.get<uint64_t>(name) != XXH3_64bits(data, expect_bytes))
-    fail(Code::corrupt, path + ": checksum mismatch in the " + name + " section");
-  return data;
+// The sections in file order; `v` for saving, the loaded arrays for loading.
+std::vector<Section> sections(uint64_t row_bytes, const StoreView* v, unsigned char* ids, unsigned char* vectors,
+                              unsigned char* biases) {
+  auto at = [&](const void* p) { return static_cast<const unsigned char*>(p); };
+  return {{kTagIds, "ids", 8, v ? at(v->ids) : nullptr, ids},
+          {kTagVectors, "vectors", row_bytes, v ? at(v->vectors) : nullptr, vectors},
+          {kTagBiases, "biases", 4, v ? at(v->biases) : nullptr, biases}};
+}
+
+struct HashState {
+  HashState() : s(XXH3_createState()) {
+    if (s == nullptr) throw std::bad_alloc();
+    XXH3_64bits_reset(s);
+  }
+  ~HashState() { XXH3_freeState(s); }
+  HashState(const HashState&) = delete;
+  HashState& operator=(const HashState&) = delete;
+  XXH3_state_t* s;
+};
+
+// Buffered output to a descriptor or a string, hashing each section's bytes.
+class Out {
+ public:
+  Out(int fd, std::string path, std::string* str) : fd_(fd), path_(std::move(path)), str_(str) {
+    if (!str_) buf_.reserve(kIoChunkBytes);
+  }
+  template <class T>
+  void put(T v) {
+    bytes(&v, sizeof v);
+  }
+  void bytes(const void* p, uint64_t n) {
+    if (hashing_) XXH3_64bits_update(hash_.s, p, n);
+    if (str_) {
+      str_->append(static_cast<const char*>(p), n);
+      return;
+    }
+    if (buf_.size() + n > kIoChunkBytes) flush();
+    if (n >= kIoChunkBytes) {
+      write_all(fd_, p, n, path_);  // large runs go out without a copy
+      return;
+    }
+    buf_.append(static_cast<const char*>(p), n);
+  }
+  void begin_hash() {
+    XXH3_64bits_reset(hash_.s);
+    hashing_ = true;
+  }
+  uint64_t end_hash() {
+    hashing_ = false;
+    return XXH3_64bits_digest(hash_.s);
+  }
+  void flush() {
+    if (!buf_.empty()) write_all(fd_, buf_.data(), buf_.size(), path_);
+    buf_.clear();
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+  std::string* str_;
+  std::string buf_;
+  HashState hash_;
+  bool hashing_ = false;
+};
+
+void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq) {
+  const uint64_t row_bytes = v.dim * dtype_size(v.dtype);
+  std::string h;
+  auto put = [&](auto x) { h.append(reinterpret_cast<const char*>(&x), sizeof x); };
+  h.append(kMagic, 8);
+  put(kFormatVersion);
+  put(kHeaderBytes);
+  put(static_cast<uint64_t>(v.dim));
+  put(static_cast<int32_t>(v.dtype));
+  put(static_cast<int32_t>(v.metric));
+  put(live);
+  put(seq);
+  put(static_cast<uint64_t>(XXH3_64bits(h.data(), h.size())));
+  out.bytes(h.data(), h.size());
+  for (const Section& s : sections(row_bytes, &v, nullptr, nullptr, nullptr)) {
+    out.put<uint32_t>(s.tag);
+    out.put<uint32_t>(0);
+    out.put<uint64_t>(checked_mul(live, s.entry, s.name));
+    out.begin_hash();
+    // Runs of live slots go out as one piece; removed slots are skipped.
+    uint64_t slot = 0, written = 0;
+    while (slot < v.slots) {
+      while (slot < v.slots && v.ids[slot] == kNoId) ++slot;
+      uint64_t end = slot;
+      while (end < v.slots && v.ids[end] != kNoId) ++end;
+      if (end > slot) out.bytes(s.slots + slot * s.entry, (end - slot) * s.entry);
+      written += end - slot;
+      slot = end;
+    }
+    if (written != live) fail(Code::internal, "store snapshot: live count disagrees with the slots");
+    out.put<uint64_t>(out.end_hash());
+  }
+  out.flush();
 }
 
 }  // namespace
 
+void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq) {
+  Out out(fd, path, nullptr);
+  write_store(out, v, live, seq);
+}
+
 std::string encode_store(const StoreContents& c) {
-  const uint64_t count = c.ids.size();
+  StoreView v;
+  v.vectors = c.vectors.data();
+  v.dtype = c.dtype;
+  v.metric = c.metric;
+  v.dim = c.dim;
+  v.slots = c.ids.size();
+  v.ids = c.ids.data();
+  v.biases = c.biases.data();
   std::string b;
-  b.append(kMagic, 8);
-  put<uint32_t>(b, kFormatVersion);
-  put<uint32_t>(b, kHeaderBytes);
-  put<uint64_t>(b, c.dim);
-  put<int32_t>(b, static_cast<int32_t>(c.dtype));
-  put<int32_t>(b, static_cast<int32_t>(c.metric));
-  put<uint64_t>(b, count);
-  put<uint64_t>(b, c.seq);
-  put<uint64_t>(b, XXH3_64bits(b.data(), b.size()));
-  put_section(b, kTagIds, c.ids.data(), count * 8);
-  put_section(b, kTagVectors, c.vectors.data(), c.vectors.size());
-  put_section(b, kTagBiases, c.biases.data(), count * 4);
+  Out out(-1, "", &b);
+  write_store(out, v, c.ids.size(), c.seq);
   return b;
 }
 
-void save_store(const Store& store, const std::string& path) { replace_file(path, encode_store(store.snapshot())); }
+void save_store(const Store& store, const std::string& path) { store.save(path); }
 
 std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq_out) {
-  const std::string buf = read_file(path);
+  const InputFile f(path);  // refuses what is not a regular file
 
-  Reader r(buf, path);
-  if (std::memcmp(r.take(8, "header"), kMagic, 8) != 0) fail(Code::corrupt, path + ": not a mnemo store file");
-  const uint32_t version = r.get<uint32_t>("header");
+  // The header, read whole (both versions fit) and checked before anything
+  // else is allocated or read.
+  unsigned char h[kHeaderBytes + 8] = {0};
+  const uint64_t have = std::min<uint64_t>(f.size(), sizeof h);
+  f.read_at(0, h, have, "header");
+  if (have < 8 || std::memcmp(h, kMagic, 8) != 0) fail(Code::corrupt, path + ": not a mnemo store file");
+  auto field = [&](uint64_t off, auto v) {
+    if (off + sizeof v > have) fail(Code::corrupt, path + ": truncated in header");
+    std::memcpy(&v, h + off, sizeof v);
+    return v;
+  };
+  const uint32_t version = field(8, uint32_t{});
   if (version != 1 && version != kFormatVersion)
     fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
   const uint32_t header_bytes = version == 1 ? kHeaderBytesV1 : kHeaderBytes;
-  if (r.get<uint32_t>("header") != header_bytes) fail(Code::corrupt, path + ": bad header size");
-  const uint64_t dim = r.get<uint64_t>("header");
-  const int32_t dtype = r.get<int32_t>("header");
-  const int32_t metric = r.get<int32_t>("header");
-  const uint64_t count = r.get<uint64_t>("header");
-  const uint64_t seq = version == 1 ? 0 : r.get<uint64_t>("header");
-  if (r.get<uint64_t>("header") != XXH3_64bits(buf.data(), header_bytes))
+  if (field(12, uint32_t{}) != header_bytes) fail(Code::corrupt, path + ": bad header size");
+  const uint64_t dim = field(16, uint64_t{});
+  const int32_t dtype = field(24, int32_t{});
+  const int32_t metric = field(28, int32_t{});
+  const uint64_t count = field(32, uint64_t{});
+  const uint64_t seq = version == 1 ? 0 : field(40, uint64_t{});
+  if (field(header_bytes, uint64_t{}) != XXH3_64bits(h, header_bytes))
     fail(Code::corrupt, path + ": header checksum mismatch");
   if (dim == 0 || dim > 65536) fail(Code::corrupt, path + ": bad dimension");
   if (dtype < 1 || dtype > 3) fail(Code::corrupt, path + ": bad storage dtype");
   if (metric < 1 || metric > 3) fail(Code::corrupt, path + ": bad metric");
   const DType dt = static_cast<DType>(dtype);
-  uint64_t vec_bytes, id_bytes;
+  const uint64_t row_bytes = dim * dtype_size(dt);
+
+  // The size the header implies, against the size the file has.
+  std::vector<Section> secs = sections(row_bytes, nullptr, nullptr, nullptr, nullptr);
+  uint64_t total = header_bytes + 8;
   try {
-    vec_bytes = checked_mul(count, dim, dtype_size(dt), "vectors");
-    id_bytes = checked_mul(count, 8, "ids");
+    for (const Section& s : secs)
+      total = checked_add(total, checked_add(checked_mul(count, s.entry, s.name), kSectionHead + kSectionTail, "file"),
+                          "file");
   } catch (const Error&) {
     fail(Code::corrupt, path + ": impossible vector count");
   }
-  if (id_bytes > buf.size() || vec_bytes > buf.size()) fail(Code::corrupt, path + ": truncated (count exceeds file)");
+  if (total > f.size())
+    fail(Code::corrupt, path + ": truncated: the header claims " + std::to_string(count) + " memories (" +
+                            std::to_string(total) + " bytes), the file holds " + std::to_string(f.size()) + " bytes");
+  if (total < f.size()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
-  const char* ids = section(r, kTagIds, id_bytes, "ids", path);
-  const char* vecs = section(r, kTagVectors, vec_bytes, "vectors", path);
-  const char* biases = section(r, kTagBiases, count * 4, "biases", path);
-  if (!r.at_end()) fail(Code::corrupt, path + ": trailing bytes after the last section");
+  // Sizes are now bounded by the file's: allocate the store's own arrays and
+  // read each section straight into them.
+  std::vector<uint64_t> ids(count);
+  std::vector<float> biases(count);
+  AlignedBuffer vectors;
+  vectors.resize(count * row_bytes);
+  secs = sections(row_bytes, nullptr, reinterpret_cast<unsigned char*>(ids.data()), vectors.data(),
+                  reinterpret_cast<unsigned char*>(biases.data()));
+  HashState hash;
+  uint64_t pos = header_bytes + 8;
+  for (const Section& s : secs) {
+    const uint64_t bytes = count * s.entry;
+    unsigned char sh[kSectionHead];
+    f.read_at(pos, sh, kSectionHead, s.name);
+    uint32_t tag, zero;
+    uint64_t size;
+    std::memcpy(&tag, sh, 4);
+    std::memcpy(&zero, sh + 4, 4);
+    std::memcpy(&size, sh + 8, 8);
+    if (tag != s.tag) fail(Code::corrupt, path + ": expected the " + s.name + " section");
+    if (zero != 0) fail(Code::corrupt, path + ": reserved field of the " + s.name + " section is not zero");
+    if (size != bytes) fail(Code::corrupt, path + ": " + s.name + " section has the wrong size");
+    pos += kSectionHead;
+    XXH3_64bits_reset(hash.s);
+    for (uint64_t done = 0; done < bytes;) {
+      const uint64_t n = std::min(kIoChunkBytes, bytes - done);
+      f.read_at(pos + done, s.dest + done, n, s.name);
+      XXH3_64bits_update(hash.s, s.dest + done, n);  // while the piece is in cache
+      done += n;
+    }
+    pos += bytes;
+    uint64_t sum;
+    f.read_at(pos, &sum, 8, s.name);
+    if (sum != XXH3_64bits_digest(hash.s))
+      fail(Code::corrupt, path + ": checksum mismatch in the " + s.name + " section");
+    pos += kSectionTail;
+  }
 
-  // An empty store has empty vectors, whose data() may be null: no memcpy.
-  std::vector<uint64_t> id_list(count);
-  std::vector<float> bias_list(count);
-  if (count > 0) {
-    std::memcpy(id_list.data(), ids, id_bytes);
-    std::memcpy(bias_list.data(), biases, count * 4);
-  }
-  std::unordered_set<uint64_t> seen;
-  seen.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    if (id_list[i] == kNoId || !seen.insert(id_list[i]).second)
-      fail(Code::corrupt, path + ": invalid or repeated id at position " + std::to_string(i));
-    if (!std::isfinite(bias_list[i])) fail(Code::corrupt, path + ": non-finite bias at position " + std::to_string(i));
-  }
-  if (find_non_finite(vecs, dt, count * dim) != kNotFound) fail(Code::corrupt, path + ": non-finite vector element");
+  for (uint64_t i = 0; i < count; ++i)
+    if (!std::isfinite(biases[i])) fail(Code::corrupt, path + ": non-finite bias at position " + std::to_string(i));
+  if (find_non_finite(vectors.data(), dt, count * dim) != kNotFound)
+    fail(Code::corrupt, path + ": non-finite vector element");
   auto store = std::make_unique<Store>(rt, dim, dt, static_cast<Metric>(metric));
-  if (count > 0) {
-    // The vector payload may sit at any offset: copy it to aligned memory.
-    AlignedBuffer aligned;
-    aligned.resize(vec_bytes);
-    std::memcpy(aligned.data(), vecs, vec_bytes);
-    store->add(id_list.data(), aligned.data(), dt, count);
-    store->set_bias(id_list.data(), bias_list.data(), count);
-  }
+  const uint64_t bad = store->adopt(std::move(ids), std::move(vectors), std::move(biases));
+  if (bad != UINT64_MAX) fail(Code::corrupt, path + ": invalid or repeated id at position " + std::to_string(bad));
   if (seq_out) *seq_out = seq;
   return store;
 }

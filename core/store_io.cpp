@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,12 +37,12 @@ void sync_parent_dir(const std::string& path) {
   }
 }
 
-void replace_file(const std::string& path, const std::string& data) {
+void replace_file(const std::string& path, const std::function<void(int fd, const std::string& tmp)>& write) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(Code::io, sys_error("cannot create", tmp));
   try {
-    write_all(fd, data.data(), data.size(), tmp);
+    write(fd, tmp);
     if (::fsync(fd) != 0) fail(Code::io, sys_error("cannot flush", tmp));
   } catch (...) {
     ::close(fd);
@@ -57,26 +58,54 @@ void replace_file(const std::string& path, const std::string& data) {
   sync_parent_dir(path);
 }
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(Code::io, sys_error("cannot open", path));
-  std::string buf;
+void replace_file(const std::string& path, const std::string& data) {
+  replace_file(path, [&](int fd, const std::string& tmp) { write_all(fd, data.data(), data.size(), tmp); });
+}
+
+namespace {
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+}  // namespace
+
+InputFile::InputFile(const std::string& path) : path_(path) {
+  // O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) fail(Code::io, sys_error("cannot open", path));
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) buf.reserve(static_cast<size_t>(st.st_size));
-  char chunk[1 << 16];
-  for (;;) {
-    const ssize_t r = ::read(fd, chunk, sizeof chunk);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      const std::string msg = sys_error("cannot read", path);
-      ::close(fd);
-      fail(Code::io, msg);
-    }
-    if (r == 0) break;
-    buf.append(chunk, static_cast<size_t>(r));
+  if (::fstat(fd_, &st) != 0) {
+    const std::string msg = sys_error("cannot stat", path);
+    ::close(fd_);
+    fail(Code::io, msg);
   }
-  ::close(fd);
-  return buf;
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fail(Code::io, "cannot read '" + path + "': it is " + file_kind(st.st_mode) + ", not a regular file");
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read_at(uint64_t offset, void* dst, uint64_t n, const std::string& what) const {
+  if (offset > size_ || n > size_ - offset) fail(Code::corrupt, path_ + ": truncated in " + what);
+  auto* p = static_cast<char*>(dst);
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, p + done, std::min<uint64_t>(n - done, 1u << 30), static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail(Code::io, sys_error("cannot read", path_));
+    // The file shrank after it was measured.
+    if (r == 0) fail(Code::corrupt, path_ + ": truncated in " + what);
+    done += static_cast<uint64_t>(r);
+  }
 }
 
 bool file_exists(const std::string& path) {

@@ -17,10 +17,13 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "aligned_buffer.h"
 #include "checked.h"
 #include "error.h"
 #include "store_io.h"
@@ -61,12 +64,6 @@ std::string header_bytes(const JournalShape& s, uint64_t base_seq) {
   put<uint64_t>(b, base_seq);
   put<uint64_t>(b, XXH3_64bits(b.data(), b.size()));
   return b;
-}
-
-bool all_zero(const std::string& b, uint64_t from) {
-  for (uint64_t i = from; i < b.size(); ++i)
-    if (b[i] != 0) return false;
-  return true;
 }
 
 // Payload size a record of this op and count must have.
@@ -126,31 +123,57 @@ std::unique_ptr<Journal> Journal::create(const std::string& path, const JournalS
 
 std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalShape& shape, bool sync_each,
                                        const std::function<void(const JournalRecord&)>& apply) {
-  const std::string b = read_file(path);
+  // Read record by record: memory holds one record (in aligned buffers the
+  // store applies without a copy) and one piece of kIoChunkBytes, whatever
+  // the journal's length.
+  const InputFile f(path);  // refuses what is not a regular file
+  const uint64_t size = f.size();
   auto bad = [&](const std::string& why) { fail(Code::corrupt, path + ": " + why); };
-  if (b.size() < kHeaderBytes) bad("truncated journal header");
-  if (std::memcmp(b.data(), kMagic, 8) != 0) bad("not a mnemo journal");
-  if (get<uint32_t>(b.data() + 8) != kVersion)
-    bad("unknown journal version " + std::to_string(get<uint32_t>(b.data() + 8)));
-  if (get<uint32_t>(b.data() + 12) != kHeaderFields) bad("bad journal header size");
-  if (get<uint64_t>(b.data() + kHeaderFields) != XXH3_64bits(b.data(), kHeaderFields))
-    bad("journal header checksum mismatch");
-  if (get<uint64_t>(b.data() + 16) != shape.dim || get<int32_t>(b.data() + 24) != static_cast<int32_t>(shape.dtype) ||
-      get<int32_t>(b.data() + 28) != static_cast<int32_t>(shape.metric))
+  char hb[kHeaderBytes];
+  if (size < kHeaderBytes) bad(size >= 8 ? "truncated journal header" : "not a mnemo journal");
+  f.read_at(0, hb, kHeaderBytes, "journal header");
+  if (std::memcmp(hb, kMagic, 8) != 0) bad("not a mnemo journal");
+  if (get<uint32_t>(hb + 8) != kVersion) bad("unknown journal version " + std::to_string(get<uint32_t>(hb + 8)));
+  if (get<uint32_t>(hb + 12) != kHeaderFields) bad("bad journal header size");
+  if (get<uint64_t>(hb + kHeaderFields) != XXH3_64bits(hb, kHeaderFields)) bad("journal header checksum mismatch");
+  if (get<uint64_t>(hb + 16) != shape.dim || get<int32_t>(hb + 24) != static_cast<int32_t>(shape.dtype) ||
+      get<int32_t>(hb + 28) != static_cast<int32_t>(shape.metric))
     bad("journal belongs to a store of another dimension, dtype or metric");
 
   std::unique_ptr<Journal> j(new Journal(path, shape, sync_each));
-  j->base_seq_ = j->last_seq_ = get<uint64_t>(b.data() + 32);
+  j->base_seq_ = j->last_seq_ = get<uint64_t>(hb + 32);
+  XXH3_state_t* st = XXH3_createState();
+  if (st == nullptr) throw std::bad_alloc();
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> hold(st, XXH3_freeState);
+  std::vector<char> piece;
+  // Streams [from, from + n) through `each`, a piece at a time.
+  auto stream = [&](uint64_t from, uint64_t n, const auto& each) {
+    piece.resize(std::min<uint64_t>(std::max<uint64_t>(n, 1), kIoChunkBytes));
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = std::min<uint64_t>(n - done, piece.size());
+      f.read_at(from + done, piece.data(), k, "journal");
+      each(piece.data(), k);
+      done += k;
+    }
+  };
+  auto zero_from = [&](uint64_t from) {
+    bool zero = true;
+    stream(from, size - from, [&](const char* p, uint64_t k) {
+      for (uint64_t i = 0; i < k && zero; ++i) zero = p[i] == 0;
+    });
+    return zero;
+  };
   uint64_t pos = kHeaderBytes;
   std::vector<uint64_t> ids;
-  std::string data;
-  while (pos < b.size()) {
-    const uint64_t left = b.size() - pos;
-    const char* h = b.data() + pos;
+  AlignedBuffer data;
+  while (pos < size) {
+    const uint64_t left = size - pos;
     const std::string where = "journal record at byte " + std::to_string(pos);
     if (left < kRecordHead) break;  // torn inside the record head
+    char h[kRecordHead];
+    f.read_at(pos, h, kRecordHead, "journal record");
     if (get<uint32_t>(h) != kRecordMagic || get<uint32_t>(h + 36) != head_check(h)) {
-      if (all_zero(b, pos)) break;  // space the crash left unwritten
+      if (zero_from(pos)) break;  // space the crash left unwritten
       bad(where + " is damaged (bad record head)");
     }
     const auto op = static_cast<JournalOp>(get<uint32_t>(h + 4));
@@ -158,19 +181,32 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
     const int32_t dtype = get<int32_t>(h + 32);
     if (payload > left - kRecordHead || left - kRecordHead - payload < 8) break;  // torn: runs past the end
     const uint64_t end = pos + kRecordHead + payload + 8;
-    if (get<uint64_t>(b.data() + end - 8) != XXH3_64bits(h, kRecordHead + payload)) {
-      if (end == b.size()) break;  // the final record, torn
+    uint64_t expect = 0;
+    const bool sane = count != 0 && dtype >= 0 && dtype <= 3 &&
+                      payload_size(shape, op, count, static_cast<DType>(dtype), expect) && expect == payload;
+    XXH3_64bits_reset(st);
+    XXH3_64bits_update(st, h, kRecordHead);
+    if (sane) {
+      // Straight into the buffers the record is applied from.
+      ids.resize(count);
+      f.read_at(pos + kRecordHead, ids.data(), count * 8, "journal record");
+      data.resize(payload - count * 8);
+      f.read_at(pos + kRecordHead + count * 8, data.data(), data.size(), "journal record");
+      XXH3_64bits_update(st, ids.data(), count * 8);
+      XXH3_64bits_update(st, data.data(), data.size());
+    } else {
+      // Only hashed, to tell a torn final record from damage.
+      stream(pos + kRecordHead, payload, [&](const char* p, uint64_t k) { XXH3_64bits_update(st, p, k); });
+    }
+    uint64_t sum;
+    f.read_at(end - 8, &sum, 8, "journal record");
+    if (sum != XXH3_64bits_digest(st)) {
+      if (end == size) break;  // the final record, torn
       bad(where + " fails its checksum");
     }
-    uint64_t expect = 0;
-    if (count == 0 || dtype < 0 || dtype > 3 || !payload_size(shape, op, count, static_cast<DType>(dtype), expect) ||
-        expect != payload)
-      bad(where + " has an inconsistent op, dtype or size");
+    if (!sane) bad(where + " has an inconsistent op, dtype or size");
     if (seq != j->last_seq_ + 1)
       bad(where + " breaks the sequence (" + std::to_string(seq) + " after " + std::to_string(j->last_seq_) + ")");
-    ids.resize(count);
-    std::memcpy(ids.data(), h + kRecordHead, count * 8);
-    data.assign(h + kRecordHead + count * 8, payload - count * 8);
     JournalRecord r{op, seq, count, static_cast<DType>(dtype), ids.data(), data.data(), data.size()};
     apply(r);
     j->last_seq_ = seq;
@@ -178,7 +214,7 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
   }
   j->end_ = pos;
   j->open_for_append();
-  if (pos < b.size()) {
+  if (pos < size) {
     // Cut the torn tail so the next record follows the last good one.
     if (::ftruncate(j->fd_, static_cast<off_t>(pos)) != 0 || ::fdatasync(j->fd_) != 0)
       fail(Code::io, sys_error("cannot cut the torn tail of", path));

@@ -15,13 +15,14 @@ namespace mnemo {
 
 enum class JournalOp : uint32_t { add = 1, remove = 2, set_bias = 3 };
 
-// One decoded record; the pointers live in the journal image during replay.
+// One decoded record; the pointers are to 64-byte aligned buffers that live
+// during the call that replays it.
 struct JournalRecord {
   JournalOp op;
   uint64_t seq;
   uint64_t count;
   DType dtype;          // add: dtype of the vectors
-  const uint64_t* ids;  // [count], 8-byte aligned copy
+  const uint64_t* ids;  // [count]
   const void* data;     // add: vectors, set_bias: f32 biases
   uint64_t data_bytes;
 };

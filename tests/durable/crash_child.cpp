@@ -2,14 +2,51 @@
 // write sequence from a given index, writing one byte to stdout after each
 // write returns (the acknowledgement), until it is killed.
 // Usage: mnemo_crash_child <store path> <seed> <first op>
+//        mnemo_crash_child <store path> save <rows> <first op>: on a store of
+//        <rows> rows, op i upserts one row, checkpoints (a streaming snapshot
+//        write) and saves a copy beside the store, then acknowledges.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "crash_ops.h"
 
+namespace {
+
+int save_loop(mnemo_store* s, const char* path, uint64_t rows, uint64_t i) {
+  const std::string copy = std::string(path) + ".copy";
+  crash::AVec<float> v(crash::kDim);
+  for (;; ++i) {
+    const uint64_t id = crash::save_op_id(i, rows);
+    crash::save_op_row(i, v.data());
+    if (mnemo_store_add(s, &id, v.data(), MNEMO_DTYPE_F32, 1) != MNEMO_OK || mnemo_store_checkpoint(s) != MNEMO_OK ||
+        mnemo_store_save(s, copy.c_str()) != MNEMO_OK) {
+      std::fprintf(stderr, "save op %llu: %s\n", static_cast<unsigned long long>(i), mnemo_last_error());
+      return 5;
+    }
+    const char ack = 'k';
+    if (::write(1, &ack, 1) != 1) return 6;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[2]) == "save") {
+    mnemo_runtime_options ro = mnemo_runtime_options_default();
+    ro.backend = MNEMO_BACKEND_CPU;
+    ro.num_threads = 1;
+    mnemo_runtime* rt = nullptr;
+    if (mnemo_runtime_create(&ro, &rt) != MNEMO_OK) return 3;
+    mnemo_store* s = nullptr;
+    if (mnemo_store_open_durable(rt, argv[1], nullptr, &s) != MNEMO_OK) {
+      std::fprintf(stderr, "open: %s\n", mnemo_last_error());
+      return 4;
+    }
+    return save_loop(s, argv[1], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  }
   if (argc != 4) return 2;
   const uint64_t seed = std::strtoull(argv[2], nullptr, 10);
   uint64_t i = std::strtoull(argv[3], nullptr, 10);

@@ -100,4 +100,14 @@ inline void apply(Model& m, const Op& op) {
   }
 }
 
+// The streaming-save crash test: rows 1..rows start as base_row(id); op i
+// overwrites row save_op_id(i) (distinct for i < rows) with save_op_row(i).
+inline void base_row(uint64_t id, float* v) {
+  for (uint64_t d = 0; d < kDim; ++d) v[d] = static_cast<float>((id + d) % 17 + 1);
+}
+inline uint64_t save_op_id(uint64_t i, uint64_t rows) { return 1 + (i * 7919) % rows; }
+inline void save_op_row(uint64_t i, float* v) {
+  for (uint64_t d = 0; d < kDim; ++d) v[d] = -static_cast<float>(i % 13 + 1 + d);
+}
+
 }  // namespace crash
