@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <unordered_set>
 
 #include "checked.h"
 #include "cpu/row_ops.h"
@@ -299,8 +300,21 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
 }
 
 uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases) {
-  auto lock = write_lock();
   const uint64_t n = ids.size();
+  if (!shards_.empty()) {
+    // A sharded store spreads the rows over its shards as an add does
+    // (through the shards' own arrays, so not in place).
+    std::unordered_set<uint64_t> seen;
+    seen.reserve(n);
+    for (uint64_t i = 0; i < n; ++i)
+      if (ids[i] == kNoId || !seen.insert(ids[i]).second) return i;
+    if (n > 0) {
+      add(ids.data(), vectors.data(), dtype_, n);
+      set_bias(ids.data(), biases.data(), n);
+    }
+    return UINT64_MAX;
+  }
+  auto lock = write_lock();
   slot_of_.reserve(n);
   for (uint64_t i = 0; i < n; ++i)
     if (ids[i] == kNoId || !slot_of_.emplace(ids[i], i).second) return i;
@@ -322,7 +336,12 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
 void Store::save(const std::string& path) const {
   auto lock = read_lock();
   const uint64_t seq = journal_ ? journal_->last_seq() : 0;
-  replace_file(path, [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+  // A sharded store's rows live in its shards: written from their contents.
+  if (!shards_.empty())
+    replace_file(path, encode_store(contents_locked()));
+  else
+    replace_file(path,
+                 [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
 }
 
 StoreContents Store::snapshot() const {
@@ -434,8 +453,11 @@ void Store::checkpoint() {
   const uint64_t seq = journal_->last_seq();
   // Snapshot first, then the journal: a crash between the two leaves a
   // journal whose records the snapshot already holds, which replay skips.
-  replace_file(snapshot_path_,
-               [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+  if (!shards_.empty())
+    replace_file(snapshot_path_, encode_store(contents_locked()));
+  else
+    replace_file(snapshot_path_,
+                 [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
   journal_->reset(seq);
 }
 
