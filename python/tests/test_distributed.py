@@ -50,6 +50,18 @@ def test_routing_is_stable_and_spreads_ids():
     assert counts.min() > 800, counts
 
 
+def actor_pid(store, shard, wait_s=30.0):
+    """The shard actor's process id, asked again while Ray still reports it restarting."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return ray.get(store.actor(shard).pid.remote())
+        except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def test_sharded_store_survives_a_killed_actor(cluster, tmp_path):
     rng = np.random.default_rng(1234)
     metric = "l2sq"
@@ -60,7 +72,7 @@ def test_sharded_store_survives_a_killed_actor(cluster, tmp_path):
     vecs = rows(rng, n)
     # Ties across shards: repeated rows under other ids.
     vecs[600:650] = vecs[0:50]
-    victim = ray.get(store.actor(1).pid.remote())
+    victim = actor_pid(store, 1)
     killed = threading.Event()
 
     def kill_soon():
@@ -73,9 +85,10 @@ def test_sharded_store_survives_a_killed_actor(cluster, tmp_path):
             threading.Thread(target=kill_soon).start()
         store.add(ids[b:b + batch], vecs[b:b + batch])
     assert killed.wait(30)
-    # The actor came back as a new process with every acknowledged write.
-    assert ray.get(store.actor(1).pid.remote()) != victim
+    # The actor came back as a new process with every acknowledged write. count() goes through
+    # the store's retries, so it also waits out a restart still under way when the writes end.
     assert store.count() == n
+    assert actor_pid(store, 1) != victim
     removed = store.remove(ids[:100])
     assert removed == 100
     bias_ids = ids[100:160]
