@@ -17,10 +17,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <vector>
 
 #include "checked.h"
+#include "cpu/simd_kernels.h"
 #include "error.h"
 #include "store.h"
 #include "store_io.h"
@@ -67,6 +69,46 @@ struct HashState {
   HashState& operator=(const HashState&) = delete;
   XXH3_state_t* s;
 };
+
+// Reads one section's payload of `bytes` at `pos` into `dest`, hashing it in
+// file order; with `elems`, also scans it for non-finite elements (returned).
+// Large payloads are read by the OpenMP team, one piece per thread in turn:
+// the kernel's zeroing of fresh pages and its copy are most of an open, and
+// they run in parallel; each piece is hashed (in file order) and scanned
+// right after its read, while it is in that thread's cache. Of several
+// failed reads, the first in the file is reported.
+bool read_payload(const InputFile& f, uint64_t pos, unsigned char* dest, uint64_t bytes, const char* name,
+                  XXH3_state_t* hash, const DType* elems) {
+  constexpr uint64_t kTeamMin = uint64_t{64} << 20;  // a team costs more than a small read takes
+  const int64_t pieces = static_cast<int64_t>((bytes + kIoChunkBytes - 1) / kIoChunkBytes);
+  const uint64_t esz = elems ? dtype_size(*elems) : 1;  // kIoChunkBytes holds whole elements
+  std::exception_ptr err;
+  bool non_finite = false;
+#pragma omp parallel for ordered schedule(static, 1) if (bytes >= kTeamMin)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const uint64_t at = static_cast<uint64_t>(i) * kIoChunkBytes, n = std::min(kIoChunkBytes, bytes - at);
+    std::exception_ptr e;
+    bool bad = false;
+    try {
+      f.read_at(pos + at, dest + at, n, name);
+      bad = elems && cpu::simd::first_non_finite(dest + at, *elems, n / esz) != n / esz;
+    } catch (...) {
+      e = std::current_exception();
+    }
+#pragma omp ordered
+    {
+      if (!err) {
+        if (e)
+          err = e;
+        else
+          XXH3_64bits_update(hash, dest + at, n);
+      }
+      non_finite = non_finite || bad;
+    }
+  }
+  if (err) std::rethrow_exception(err);
+  return non_finite;
+}
 
 // Buffered output to a descriptor or a string, hashing each section's bytes.
 class Out {
@@ -228,6 +270,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   secs = sections(row_bytes, nullptr, reinterpret_cast<unsigned char*>(ids.data()), vectors.data(),
                   reinterpret_cast<unsigned char*>(biases.data()));
   HashState hash;
+  bool non_finite = false;  // reported after the checksums: a damaged file is corrupt first
   uint64_t pos = header_bytes + 8;
   for (const Section& s : secs) {
     const uint64_t bytes = count * s.entry;
@@ -243,12 +286,8 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     if (size != bytes) fail(Code::corrupt, path + ": " + s.name + " section has the wrong size");
     pos += kSectionHead;
     XXH3_64bits_reset(hash.s);
-    for (uint64_t done = 0; done < bytes;) {
-      const uint64_t n = std::min(kIoChunkBytes, bytes - done);
-      f.read_at(pos + done, s.dest + done, n, s.name);
-      XXH3_64bits_update(hash.s, s.dest + done, n);  // while the piece is in cache
-      done += n;
-    }
+    if (read_payload(f, pos, s.dest, bytes, s.name, hash.s, s.dest == vectors.data() ? &dt : nullptr))
+      non_finite = true;
     pos += bytes;
     uint64_t sum;
     f.read_at(pos, &sum, 8, s.name);
@@ -259,8 +298,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
 
   for (uint64_t i = 0; i < count; ++i)
     if (!std::isfinite(biases[i])) fail(Code::corrupt, path + ": non-finite bias at position " + std::to_string(i));
-  if (find_non_finite(vectors.data(), dt, count * dim) != kNotFound)
-    fail(Code::corrupt, path + ": non-finite vector element");
+  if (non_finite) fail(Code::corrupt, path + ": non-finite vector element");
   auto store = std::make_unique<Store>(rt, dim, dt, static_cast<Metric>(metric));
   const uint64_t bad = store->adopt(std::move(ids), std::move(vectors), std::move(biases));
   if (bad != UINT64_MAX) fail(Code::corrupt, path + ": invalid or repeated id at position " + std::to_string(bad));

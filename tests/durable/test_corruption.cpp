@@ -2,6 +2,11 @@
 // refused as corrupt; in a journal only the final record may be torn (then
 // it is dropped and everything before it kept); damage anywhere else in the
 // journal is refused. Nothing is ever half-loaded.
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -190,3 +195,79 @@ TEST(Corruption, TruncatedJournalKeepsEveryCompleteRecord) {
 }
 
 }  // namespace
+
+// A snapshot past the size from which it is read by a team of threads (64 MiB
+// of vectors): damage in any piece of the vector section, the first, one in
+// the middle or the last, is refused, and so is a non-finite element under a
+// valid checksum (the file a buggy or hostile writer would make). The intact
+// file opens to the same search results as the store it was saved from.
+TEST(Corruption, LargeSnapshotDamageInAnyPieceIsRefused) {
+  dt::TempDir dir;
+  const uint64_t dim = 768, n = 23000;  // 70.7 MB of f32 vectors
+  const std::string src = dir.file("large.mnemo"), path = dir.file("bad.mnemo");
+  auto rng = mt::rng_for_test();
+  std::vector<float> vecs(n * dim), q(3 * dim);
+  for (float& v : vecs) v = mt::rand_nonzero(rng);
+  for (float& v : q) v = mt::rand_nonzero(rng);
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = 7 + 3 * i;
+  const uint64_t k = 25;
+  std::vector<uint64_t> want_ids(3 * k);
+  std::vector<float> want_scores(3 * k);
+  {
+    mt::StorePtr s = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE);
+    ASSERT_TRUE(s);
+    ASSERT_OK(mnemo_store_add(s.get(), ids.data(), vecs.data(), MNEMO_DTYPE_F32, n));
+    ASSERT_OK(mnemo_store_search(s.get(), q.data(), 3, k, nullptr, want_ids.data(), want_scores.data()));
+    ASSERT_OK(mnemo_store_save(s.get(), src.c_str()));
+  }
+  const std::string snap = dt::slurp(src);
+  // The vector section: after the header (48 bytes and its checksum) and the
+  // ids section (16-byte head, 8 bytes per memory, 8-byte checksum).
+  const uint64_t head = 56 + 16 + 8 * n + 8, payload = head + 16, bytes = n * dim * 4;
+  uint32_t tag = 0;
+  uint64_t size = 0;
+  std::memcpy(&tag, snap.data() + head, 4);
+  std::memcpy(&size, snap.data() + head + 8, 8);
+  ASSERT_EQ(tag, 2u);
+  ASSERT_EQ(size, bytes);
+  ASSERT_GE(snap.size(), payload + bytes + 8);
+
+  auto open = [&](const std::string& bytes_of_file, mnemo_store** out) {
+    dt::spit(path, bytes_of_file);
+    *out = kSentinel;
+    return mnemo_store_open(mt::rt(), path.c_str(), out);
+  };
+  {
+    mnemo_store* out = nullptr;
+    ASSERT_OK(open(snap, &out));
+    mt::StorePtr owned(out);
+    std::vector<uint64_t> got_ids(3 * k, ~uint64_t{0});
+    std::vector<float> got_scores(3 * k, std::numeric_limits<float>::quiet_NaN());
+    ASSERT_OK(mnemo_store_search(out, q.data(), 3, k, nullptr, got_ids.data(), got_scores.data()));
+    EXPECT_EQ(got_ids, want_ids);
+    EXPECT_EQ(0, std::memcmp(got_scores.data(), want_scores.data(), want_scores.size() * 4));
+  }
+  for (const uint64_t at : {uint64_t{5}, bytes / 2 + 3, bytes - 1}) {
+    std::string b = snap;
+    b[payload + at] = static_cast<char>(b[payload + at] ^ 0x10);
+    mnemo_store* out = nullptr;
+    const mnemo_status st = open(b, &out);
+    EXPECT_TRUE(mt::failed_with(st, MNEMO_E_CORRUPT)) << "byte " << at << " of the vectors";
+    EXPECT_EQ(out, kSentinel);
+    EXPECT_NE(mt::last_error().find("checksum mismatch in the vectors section"), std::string::npos) << mt::last_error();
+  }
+  for (const uint64_t elem : {uint64_t{1}, n * dim / 2 + 11, n * dim - 1}) {
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+      std::string b = snap;
+      std::memcpy(&b[payload + elem * 4], &bad, 4);
+      const uint64_t sum = XXH3_64bits(b.data() + payload, bytes);
+      std::memcpy(&b[payload + bytes], &sum, 8);
+      mnemo_store* out = nullptr;
+      const mnemo_status st = open(b, &out);
+      EXPECT_TRUE(mt::failed_with(st, MNEMO_E_CORRUPT)) << "element " << elem;
+      EXPECT_EQ(out, kSentinel);
+      EXPECT_NE(mt::last_error().find("non-finite vector element"), std::string::npos) << mt::last_error();
+    }
+  }
+}
