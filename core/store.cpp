@@ -65,7 +65,8 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
   add_locked(ids, vectors, vdt, count, true);
 }
 
-void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal) {
+void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
+                       const uint64_t* pick, int team) {
   if (!shards_.empty()) {
     if (journal && journal_)
       journal_->append(JournalOp::add, count, vdt, ids, vectors, checked_mul(count, dim_, dtype_size(vdt), "vectors"));
@@ -97,12 +98,25 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   for (const auto& [id, slot] : fresh) slot_ids_[slot] = id;
   slot_of_.merge(fresh);  // moves the nodes: no allocation after the plan
   const size_t in_row = dim_ * dtype_size(vdt);
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t slot = slot_of_.at(ids[i]);
+  const auto* in = static_cast<const unsigned char*>(vectors);
+  for (uint64_t i = 0; i < count; ++i) touched[i] = slot_of_.at(ids[i]);
+  // Large batches convert their rows and take their norms over the cores,
+  // unless a slot repeats: a batch naming one id twice keeps its last row,
+  // so it goes in order.
+  constexpr uint64_t kTeamRows = 4096;
+  bool spread = count >= kTeamRows;
+  if (spread) {
+    std::vector<uint64_t> sorted(touched);
+    std::sort(sorted.begin(), sorted.end());
+    spread = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+  }
+  const int threads = team > 0 ? team : static_cast<int>(std::max(1u, rt_.options().num_threads));
+#pragma omp parallel for schedule(static) if (spread) num_threads(threads)
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
+    const uint64_t slot = touched[i];
     unsigned char* dst = vectors_.data() + slot * row_bytes_;
-    convert(static_cast<const unsigned char*>(vectors) + i * in_row, vdt, dst, dtype_, dim_);
+    convert(in + (pick ? pick[i] : static_cast<uint64_t>(i)) * in_row, vdt, dst, dtype_, dim_);
     norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
-    touched[i] = slot;
   }
   if (mirror_) {
     // Upload only what changed: upserted slots (one span) and the new tail.
@@ -322,7 +336,7 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   // One pass over the whole store: spread over the cores when it is large
   // (a thread team costs more than a small store takes).
   const unsigned char* rows = vectors.data();
-#pragma omp parallel for schedule(static) if (n >= 16384)
+#pragma omp parallel for schedule(static) if (n >= 16384) num_threads(std::max(1u, rt_.options().num_threads))
   for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
     norms_[i] = static_cast<float>(cpu::row_norm(rows + static_cast<uint64_t>(i) * row_bytes_, dtype_, dim_));
   vectors_ = std::move(vectors);

@@ -113,7 +113,11 @@ class Store {
                       uint64_t* out_ids, float* out_scores) const;
   // The shard holding `id`, or shards_.size().
   size_t owner_of(uint64_t id) const;
-  void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal);
+  // Row i of the call is vectors' row pick[i] (pick: a shard's rows of its
+  // parent's call, taken where they lie), else row i; `team` threads convert
+  // the rows (0: the runtime's thread count).
+  void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
+                  const uint64_t* pick = nullptr, int team = 0);
   uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
   void set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal);
   void mirror_update(uint64_t first, uint64_t count);

@@ -15,6 +15,7 @@
 // fixed-size entry per memory, so a new one is a line in sections().
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -72,19 +73,19 @@ struct HashState {
 
 // Reads one section's payload of `bytes` at `pos` into `dest`, hashing it in
 // file order; with `elems`, also scans it for non-finite elements (returned).
-// Large payloads are read by the OpenMP team, one piece per thread in turn:
+// Large payloads are read by `threads` threads, one piece each in turn:
 // the kernel's zeroing of fresh pages and its copy are most of an open, and
 // they run in parallel; each piece is hashed (in file order) and scanned
 // right after its read, while it is in that thread's cache. Of several
 // failed reads, the first in the file is reported.
 bool read_payload(const InputFile& f, uint64_t pos, unsigned char* dest, uint64_t bytes, const char* name,
-                  XXH3_state_t* hash, const DType* elems) {
+                  XXH3_state_t* hash, const DType* elems, int threads) {
   constexpr uint64_t kTeamMin = uint64_t{64} << 20;  // a team costs more than a small read takes
   const int64_t pieces = static_cast<int64_t>((bytes + kIoChunkBytes - 1) / kIoChunkBytes);
   const uint64_t esz = elems ? dtype_size(*elems) : 1;  // kIoChunkBytes holds whole elements
   std::exception_ptr err;
   bool non_finite = false;
-#pragma omp parallel for ordered schedule(static, 1) if (bytes >= kTeamMin)
+#pragma omp parallel for ordered schedule(static, 1) if (bytes >= kTeamMin) num_threads(threads)
   for (int64_t i = 0; i < pieces; ++i) {
     const uint64_t at = static_cast<uint64_t>(i) * kIoChunkBytes, n = std::min(kIoChunkBytes, bytes - at);
     std::exception_ptr e;
@@ -286,7 +287,8 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     if (size != bytes) fail(Code::corrupt, path + ": " + s.name + " section has the wrong size");
     pos += kSectionHead;
     XXH3_64bits_reset(hash.s);
-    if (read_payload(f, pos, s.dest, bytes, s.name, hash.s, s.dest == vectors.data() ? &dt : nullptr))
+    if (read_payload(f, pos, s.dest, bytes, s.name, hash.s, s.dest == vectors.data() ? &dt : nullptr,
+                     static_cast<int>(std::max(1u, rt.options().num_threads))))
       non_finite = true;
     pos += bytes;
     uint64_t sum;

@@ -96,19 +96,16 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
   }
   std::vector<char> busy(n);
   for (size_t s = 0; s < n; ++s) busy[s] = !rows[s].empty();
-  const size_t in_row = dim_ * dtype_size(vdt);
-  // Each shard gathers its rows and adds them on its own thread (the device
-  // uploads of a GPU shard overlap the others').
+  // Each shard adds its rows on its own thread (the device uploads of a GPU
+  // shard overlap the others'), reading them where the caller has them (no
+  // gathered copy) with its share of the cores.
+  const int busy_shards = static_cast<int>(std::max<ptrdiff_t>(1, std::count(busy.begin(), busy.end(), 1)));
+  const int team = std::max(1, static_cast<int>(rt_.options().num_threads) / busy_shards);
   for_each_shard(n, busy, true, [&](size_t s) {
     const std::vector<uint64_t>& r = rows[s];
-    AlignedBuffer v;
-    v.resize(r.size() * in_row);
     std::vector<uint64_t> sub(r.size());
-    for (size_t j = 0; j < r.size(); ++j) {
-      sub[j] = ids[r[j]];
-      std::memcpy(v.data() + j * in_row, static_cast<const unsigned char*>(vectors) + r[j] * in_row, in_row);
-    }
-    shards_[s]->add_locked(sub.data(), v.data(), vdt, sub.size(), false);
+    for (size_t j = 0; j < r.size(); ++j) sub[j] = ids[r[j]];
+    shards_[s]->add_locked(sub.data(), vectors, vdt, sub.size(), false, r.data(), team);
   });
 }
 

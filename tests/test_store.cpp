@@ -274,6 +274,45 @@ TEST(Store, RepeatedIdInOneAddTakesLastVector) {
   }
 }
 
+// Batches large enough to convert their rows over the cores: one of distinct
+// ids (new ones and upserts of stored ones), then one that names ids twice
+// (kept in order: the last row of an id wins), each against the model.
+TEST(Store, LargeBatchesWithUpsertsAndRepeats) {
+  auto rng = mt::rng_for_test();
+  const uint64_t dim = 33;
+  for (const int32_t dtype : mt::storage_dtypes()) {
+    auto s = mt::make_store(dim, dtype, MNEMO_METRIC_COSINE);
+    ASSERT_TRUE(s);
+    StoreModel model(dim, dtype, MNEMO_METRIC_COSINE);
+    std::vector<uint64_t> first(3000);
+    for (uint64_t i = 0; i < first.size(); ++i) first[i] = 10 + 2 * i;
+    const Matrix a = mt::random_matrix(rng, dtype, first.size(), dim);
+    ASSERT_OK(mt::store_add(s.get(), first, a));
+    model.add(first, a);
+    std::vector<uint64_t> distinct;  // 2000 upserts, then 4500 new ids
+    for (uint64_t i = 0; i < 2000; ++i) distinct.push_back(10 + 2 * (i * 7 % 3000));
+    for (uint64_t i = 0; i < 4500; ++i) distinct.push_back(7 + 2 * i + 6000);
+    const Matrix b = mt::random_matrix(rng, dtype, distinct.size(), dim);
+    ASSERT_OK(mt::store_add(s.get(), distinct, b));
+    model.add(distinct, b);
+    // The last 3000 ids of that batch, 600 of them twice more; the first
+    // 3500 keep the rows the spread conversion wrote.
+    std::vector<uint64_t> repeats(distinct.begin() + 3500, distinct.end());
+    for (int twice = 0; twice < 2; ++twice)
+      for (uint64_t i = 0; i < 600; ++i) repeats.push_back(distinct[3500 + (i * 13) % 3000]);
+    ASSERT_GE(repeats.size(), 4096u);
+    const Matrix c = mt::random_matrix(rng, dtype, repeats.size(), dim);
+    ASSERT_OK(mt::store_add(s.get(), repeats, c));
+    model.add(repeats, c);
+    EXPECT_EQ(count_of(s.get()), 3000u + 4500u);
+    expect_stored_vectors(s.get(), model);
+    const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 5, dim);
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, 20, nullptr, &r));
+    mt::expect_results(model, q, r, false);
+  }
+}
+
 TEST(Store, AddNothing) {
   auto rng = mt::rng_for_test();
   auto s = mt::make_store(3, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
