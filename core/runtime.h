@@ -69,6 +69,8 @@ class Runtime {
 
   const RuntimeOptions& options() const { return opts_; }
   bool validate() const { return opts_.validate; }
+  // CPU threads for the host-side work of stores (resolved: at least 1).
+  int threads() const { return static_cast<int>(opts_.num_threads); }
   Backend& cpu() const { return *cpu_; }
   Backend* gpu() const { return gpu_.get(); }
   // The backend for one call of `op` touching `work_bytes` of data.

@@ -110,7 +110,7 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     std::sort(sorted.begin(), sorted.end());
     spread = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
   }
-  const int threads = team > 0 ? team : static_cast<int>(std::max(1u, rt_.options().num_threads));
+  const int threads = team > 0 ? team : rt_.threads();
 #pragma omp parallel for schedule(static) if (spread) num_threads(threads)
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
     const uint64_t slot = touched[i];
@@ -336,7 +336,7 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   // One pass over the whole store: spread over the cores when it is large
   // (a thread team costs more than a small store takes).
   const unsigned char* rows = vectors.data();
-#pragma omp parallel for schedule(static) if (n >= 16384) num_threads(std::max(1u, rt_.options().num_threads))
+#pragma omp parallel for schedule(static) if (n >= 16384) num_threads(rt_.threads())
   for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
     norms_[i] = static_cast<float>(cpu::row_norm(rows + static_cast<uint64_t>(i) * row_bytes_, dtype_, dim_));
   vectors_ = std::move(vectors);

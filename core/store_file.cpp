@@ -27,7 +27,6 @@
 #include "error.h"
 #include "store.h"
 #include "store_io.h"
-#include "validate.h"
 
 namespace mnemo {
 
@@ -287,8 +286,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     if (size != bytes) fail(Code::corrupt, path + ": " + s.name + " section has the wrong size");
     pos += kSectionHead;
     XXH3_64bits_reset(hash.s);
-    if (read_payload(f, pos, s.dest, bytes, s.name, hash.s, s.dest == vectors.data() ? &dt : nullptr,
-                     static_cast<int>(std::max(1u, rt.options().num_threads))))
+    if (read_payload(f, pos, s.dest, bytes, s.name, hash.s, s.dest == vectors.data() ? &dt : nullptr, rt.threads()))
       non_finite = true;
     pos += bytes;
     uint64_t sum;

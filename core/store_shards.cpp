@@ -10,7 +10,6 @@
 // are unique across shards, so the merged result equals an unsharded
 // store's bit for bit, ties included.
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <thread>
 #include <unordered_map>
@@ -100,7 +99,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
   // shard overlap the others'), reading them where the caller has them (no
   // gathered copy) with its share of the cores.
   const int busy_shards = static_cast<int>(std::max<ptrdiff_t>(1, std::count(busy.begin(), busy.end(), 1)));
-  const int team = std::max(1, static_cast<int>(rt_.options().num_threads) / busy_shards);
+  const int team = std::max(1, rt_.threads() / busy_shards);
   for_each_shard(n, busy, true, [&](size_t s) {
     const std::vector<uint64_t>& r = rows[s];
     std::vector<uint64_t> sub(r.size());
