@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -14,7 +15,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 3;
+constexpr int32_t kModuleInterfaceVersion = 4;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -94,6 +95,30 @@ class StoreMirror {
   virtual uint64_t device_bytes() const { return 0; }
 };
 
+// What a normalised activation search needs to know of one query's
+// candidates (live, allowed slots): the ranges of its relevance keys and of
+// the candidates' times and importances. Empty when candidates = 0.
+struct ActRanges {
+  float rel_min, rel_max;  // relevance keys: similarity, or -squared distance
+  double t_min, t_max;
+  float imp_min, imp_max;
+  uint64_t candidates;
+};
+
+// Activation ranking (mnemo_search_options; formulas in activation.h).
+struct Activation {
+  bool on = false;
+  bool normalize = false;
+  float w_rel = 1.0f, w_rec = 0.0f, w_imp = 0.0f;
+  double half_life = 86400.0;  // > 0, may be infinite
+  double now = 0.0;            // finite, resolved by the caller
+  // Normalised searches of a sharded store: the first pass writes each
+  // query's ranges over this store's candidates to ranges_out [nq] and
+  // nothing else; the second takes the combined ranges [nq] in `ranges`.
+  const ActRanges* ranges = nullptr;
+  ActRanges* ranges_out = nullptr;
+};
+
 struct SearchArgs {
   Placement place;  // queries, ids and scores on the device with a stream
   const StoreView* store = nullptr;
@@ -103,6 +128,7 @@ struct SearchArgs {
   uint64_t k = 0;
   const uint64_t* allow = nullptr;  // bitmap over slots; null = all allowed
   bool apply_bias = false;
+  Activation act;
   uint64_t* ids = nullptr;  // [nq x k]
   float* scores = nullptr;  // [nq x k]
 };
@@ -123,6 +149,13 @@ class Backend {
   virtual void resample(const ResampleArgs& a) = 0;
   virtual void normalize_rows(const NormArgs& a) = 0;
   virtual void layer_norm(const NormArgs& a) = 0;
+
+  // Copies `bytes` of this backend's memory at `src` to the host once the
+  // work queued on `stream` is done (a touching device search reads back the
+  // ids it returned). Host-memory backends copy at once.
+  virtual void copy_to_host(void* dst, const void* src, uint64_t bytes, void* /*stream*/) {
+    std::memcpy(dst, src, bytes);
+  }
 
   // A mirror for a new store, or null when the backend searches host memory.
   virtual std::unique_ptr<StoreMirror> attach_store(const StoreView& view) = 0;

@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -52,6 +53,8 @@ StoreView Store::view() const {
   v.ids = slot_ids_.data();
   v.norms = norms_.data();
   v.biases = biases_.data();
+  v.times = times_.data();
+  v.importance = importance_.data();
   return v;
 }
 
@@ -59,18 +62,33 @@ void Store::mirror_update(uint64_t first, uint64_t count) {
   if (mirror_) mirror_->update(view(), first, count);
 }
 
-void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
+void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
+                const float* importance) {
   if (count == 0) return;
   auto lock = write_lock();
-  add_locked(ids, vectors, vdt, count, true);
+  add_locked(ids, vectors, vdt, count, true, times, importance);
 }
 
+namespace {
+
+// The journal record of an add: plain, or with the memories' times and
+// importance when the call gave them.
+void journal_add(Journal& j, const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, uint64_t dim,
+                 const double* times, const float* importance) {
+  const uint64_t vbytes = checked_mul(count, dim, dtype_size(vdt), "vectors");
+  if (!times && !importance) return j.append(JournalOp::add, count, vdt, ids, vectors, vbytes);
+  const uint32_t flags = (times ? kJournalTimes : 0u) | (importance ? kJournalImportance : 0u);
+  j.append(JournalOp::add_memories, count, vdt, flags, ids,
+           {{vectors, vbytes}, {times, times ? count * 8 : 0}, {importance, importance ? count * 4 : 0}});
+}
+
+}  // namespace
+
 void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
-                       const uint64_t* pick, int team) {
+                       const double* times, const float* importance, const uint64_t* pick, int team) {
   if (!shards_.empty()) {
-    if (journal && journal_)
-      journal_->append(JournalOp::add, count, vdt, ids, vectors, checked_mul(count, dim_, dtype_size(vdt), "vectors"));
-    return sharded_add(ids, vectors, vdt, count);
+    if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
+    return sharded_add(ids, vectors, vdt, count, times, importance);
   }
   // Plan first: which ids are new (repeated ids in the batch count once), so
   // every allocation happens before the store changes.
@@ -83,23 +101,32 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   slot_ids_.reserve(new_slots);
   norms_.reserve(new_slots);
   biases_.reserve(new_slots);
+  times_.reserve(new_slots);
+  importance_.reserve(new_slots);
   slot_of_.reserve(slot_of_.size() + fresh.size());
   std::vector<uint64_t> touched(count);
   // Journal before the change: once the record is on disk the write is
   // acknowledged; if it cannot be written the store stays as it was.
-  if (journal && journal_)
-    journal_->append(JournalOp::add, count, vdt, ids, vectors, checked_mul(count, dim_, dtype_size(vdt), "vectors"));
+  if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
 
   // Commit: nothing below allocates except the (reserved) containers.
   vectors_.resize(new_slots * row_bytes_);
   slot_ids_.resize(new_slots, kNoId);
   norms_.resize(new_slots, 0.0f);
   biases_.resize(new_slots, 0.0f);
+  times_.resize(new_slots, 0.0);
+  importance_.resize(new_slots, 0.0f);
   for (const auto& [id, slot] : fresh) slot_ids_[slot] = id;
   slot_of_.merge(fresh);  // moves the nodes: no allocation after the plan
   const size_t in_row = dim_ * dtype_size(vdt);
   const auto* in = static_cast<const unsigned char*>(vectors);
   for (uint64_t i = 0; i < count; ++i) touched[i] = slot_of_.at(ids[i]);
+  // In call order, so a repeated id keeps its last entry.
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t row = pick ? pick[i] : i;
+    if (times) times_[touched[i]] = times[row];
+    if (importance) importance_[touched[i]] = importance[row];
+  }
   // Large batches convert their rows and take their norms over the cores,
   // unless a slot repeats: a batch naming one id twice keeps its last row,
   // so it goes in order.
@@ -151,6 +178,8 @@ uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal)
     hi = std::max(hi, slot);
     slot_ids_[slot] = kNoId;
     biases_[slot] = 0.0f;
+    times_[slot] = 0.0;
+    importance_[slot] = 0.0f;
     slot_of_.erase(it);
     ++dead_;
     ++removed;
@@ -174,6 +203,8 @@ void Store::compact() {
       slot_ids_[w] = slot_ids_[r];
       norms_[w] = norms_[r];
       biases_[w] = biases_[r];
+      times_[w] = times_[r];
+      importance_[w] = importance_[r];
       slot_of_[slot_ids_[w]] = w;
     }
     ++w;
@@ -181,6 +212,8 @@ void Store::compact() {
   slot_ids_.resize(w);
   norms_.resize(w);
   biases_.resize(w);
+  times_.resize(w);
+  importance_.resize(w);
   vectors_.resize(w * row_bytes_);
   dead_ = 0;
   mirror_update(0, w);
@@ -235,10 +268,20 @@ bool Store::get(uint64_t id, float* out) const {
 
 void Store::set_bias(const uint64_t* ids, const float* biases, uint64_t count) {
   auto lock = write_lock();
-  set_bias_locked(ids, biases, count, true);
+  set_field_locked(JournalOp::set_bias, ids, biases, count, true);
 }
 
-void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal) {
+void Store::set_times(const uint64_t* ids, const double* times, uint64_t count) {
+  auto lock = write_lock();
+  set_field_locked(JournalOp::set_times, ids, times, count, true);
+}
+
+void Store::set_importance(const uint64_t* ids, const float* importance, uint64_t count) {
+  auto lock = write_lock();
+  set_field_locked(JournalOp::set_importance, ids, importance, count, true);
+}
+
+void Store::set_field_locked(JournalOp field, const uint64_t* ids, const void* values, uint64_t count, bool journal) {
   // Slots here, or owning shards of a sharded store.
   std::vector<uint64_t> slots(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -255,21 +298,79 @@ void Store::set_bias_locked(const uint64_t* ids, const float* biases, uint64_t c
       fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
   }
   if (count == 0) return;
-  if (journal && journal_) journal_->append(JournalOp::set_bias, count, DType::f32, ids, biases, count * 4);
-  if (!shards_.empty()) return sharded_set_bias(ids, biases, slots.data(), count);
-  for (uint64_t i = 0; i < count; ++i) biases_[slots[i]] = biases[i];
+  const size_t bytes = field == JournalOp::set_times ? 8 : 4;
+  if (journal && journal_) journal_->append(field, count, DType::f32, ids, values, count * bytes);
+  if (!shards_.empty()) return sharded_set_field(ids, values, bytes, slots.data(), count, field);
+  for (uint64_t i = 0; i < count; ++i) {
+    switch (field) {
+      case JournalOp::set_times: times_[slots[i]] = static_cast<const double*>(values)[i]; break;
+      case JournalOp::set_importance: importance_[slots[i]] = static_cast<const float*>(values)[i]; break;
+      default: biases_[slots[i]] = static_cast<const float*>(values)[i]; break;
+    }
+  }
   const auto [lo, hi] = std::minmax_element(slots.begin(), slots.end());
   mirror_update(*lo, *hi - *lo + 1);
 }
 
-void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-                   uint64_t* out_ids, float* out_scores, const Placement& place) const {
+void Store::get_meta(const uint64_t* ids, uint64_t count, double* times, float* importance, float* biases) const {
   auto lock = read_lock();
+  // Owner and slot of every id first: nothing is written for a missing one.
+  std::vector<std::pair<const Store*, uint64_t>> at(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const Store* owner = this;
+    if (!shards_.empty()) {
+      const size_t o = owner_of(ids[i]);
+      owner = o < shards_.size() ? shards_[o].get() : nullptr;
+    }
+    auto it = owner ? owner->slot_of_.find(ids[i]) : slot_of_.end();
+    if (!owner || it == owner->slot_of_.end())
+      fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
+    at[i] = {owner, it->second};
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto& [owner, slot] = at[i];
+    if (times) times[i] = owner->times_[slot];
+    if (importance) importance[i] = owner->importance_[slot];
+    if (biases) biases[i] = owner->biases_[slot];
+  }
+}
+
+void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
+                   uint64_t* out_ids, float* out_scores, const Placement& place) {
+  if (!rank.touch) {
+    auto lock = read_lock();
+    return search_shared(queries, nq, k, filter, rank, out_ids, out_scores, place);
+  }
+  // Touching is a write: no other search or write sees the store between the
+  // search and the new times.
+  auto lock = write_lock();
+  search_shared(queries, nq, k, filter, rank, out_ids, out_scores, place);
+  const uint64_t n = nq * k;
+  if (!place.on_device) return touch_locked(out_ids, n, rank.act.now);
+  std::vector<uint64_t> ids(n);
+  rt_.device_backend(Op::search).copy_to_host(ids.data(), out_ids, n * 8, place.stream);
+  touch_locked(ids.data(), n, rank.act.now);
+}
+
+void Store::touch_locked(const uint64_t* ids, uint64_t n, double now) {
+  std::vector<uint64_t> uniq;
+  uniq.reserve(n);
+  for (uint64_t i = 0; i < n; ++i)
+    if (ids[i] != kNoId) uniq.push_back(ids[i]);
+  std::sort(uniq.begin(), uniq.end());
+  uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+  if (uniq.empty()) return;
+  const std::vector<double> times(uniq.size(), now);
+  set_field_locked(JournalOp::set_times, uniq.data(), times.data(), uniq.size(), true);
+}
+
+void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
+                          const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const {
   if (!shards_.empty()) {
     // Queries and results on one device cannot serve shards on several.
     if (place.on_device)
       fail(Code::unsupported, "device-pointer search of a store sharded over several devices (use host buffers)");
-    return sharded_search(queries, nq, k, filter, apply_bias, out_ids, out_scores);
+    return sharded_search(queries, nq, k, filter, rank, out_ids, out_scores);
   }
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;
@@ -289,11 +390,12 @@ void Store::search(const float* queries, uint64_t nq, uint64_t k, const SearchFi
   }
   Backend& be = place.on_device ? rt_.device_backend(Op::search)
                                 : rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
-  search_locked(queries, nq, k, allow_ptr, apply_bias, &be == home_, out_ids, out_scores, place);
+  search_locked(queries, nq, k, allow_ptr, rank, &be == home_, out_ids, out_scores, place);
 }
 
-void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr, bool apply_bias,
-                          bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place) const {
+void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr,
+                          const RankOptions& rank, bool on_home, uint64_t* out_ids, float* out_scores,
+                          const Placement& place) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;
@@ -307,14 +409,18 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   a.nq = nq;
   a.k = k;
   a.allow = allow_ptr;
-  a.apply_bias = apply_bias;
+  a.apply_bias = rank.apply_bias;
+  a.act = rank.act;
   a.ids = out_ids;
   a.scores = out_scores;
   be.search(a);
 }
 
-uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases) {
+uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases,
+                      std::vector<double> times, std::vector<float> importance) {
   const uint64_t n = ids.size();
+  if (times.empty()) times.assign(n, 0.0);
+  if (importance.empty()) importance.assign(n, 0.0f);
   if (!shards_.empty()) {
     // A sharded store spreads the rows over its shards as an add does
     // (through the shards' own arrays, so not in place).
@@ -323,7 +429,7 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
     for (uint64_t i = 0; i < n; ++i)
       if (ids[i] == kNoId || !seen.insert(ids[i]).second) return i;
     if (n > 0) {
-      add(ids.data(), vectors.data(), dtype_, n);
+      add(ids.data(), vectors.data(), dtype_, n, times.data(), importance.data());
       set_bias(ids.data(), biases.data(), n);
     }
     return UINT64_MAX;
@@ -342,6 +448,8 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   vectors_ = std::move(vectors);
   slot_ids_ = std::move(ids);
   biases_ = std::move(biases);
+  times_ = std::move(times);
+  importance_ = std::move(importance);
   dead_ = 0;
   mirror_update(0, n);
   return UINT64_MAX;
@@ -364,7 +472,7 @@ StoreContents Store::snapshot() const {
 }
 
 StoreContents Store::contents_locked() const {
-  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, journal_ ? journal_->last_seq() : 0};
+  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, {}, {}, journal_ ? journal_->last_seq() : 0};
   if (!shards_.empty()) {
     // The shards' rows end to end: one snapshot for the whole store.
     for (const auto& sh : shards_) {
@@ -372,18 +480,24 @@ StoreContents Store::contents_locked() const {
       c.ids.insert(c.ids.end(), part.ids.begin(), part.ids.end());
       c.vectors.insert(c.vectors.end(), part.vectors.begin(), part.vectors.end());
       c.biases.insert(c.biases.end(), part.biases.begin(), part.biases.end());
+      c.times.insert(c.times.end(), part.times.begin(), part.times.end());
+      c.importance.insert(c.importance.end(), part.importance.begin(), part.importance.end());
     }
     return c;
   }
   c.ids.reserve(slot_of_.size());
   c.vectors.reserve(slot_of_.size() * row_bytes_);
   c.biases.reserve(slot_of_.size());
+  c.times.reserve(slot_of_.size());
+  c.importance.reserve(slot_of_.size());
   for (uint64_t s = 0; s < slot_ids_.size(); ++s) {
     if (slot_ids_[s] == kNoId) continue;
     c.ids.push_back(slot_ids_[s]);
     const unsigned char* row = vectors_.data() + s * row_bytes_;
     c.vectors.insert(c.vectors.end(), row, row + row_bytes_);
     c.biases.push_back(biases_[s]);
+    c.times.push_back(times_[s]);
+    c.importance.push_back(importance_[s]);
   }
   return c;
 }
@@ -396,7 +510,8 @@ StoreStats Store::stats() const {
   st.slots = slot_ids_.size();
   // The store's own arrays and its id index (nodes of an id and a slot).
   st.host_bytes = vectors_.size() + slot_ids_.capacity() * sizeof(uint64_t) + norms_.capacity() * sizeof(float) +
-                  biases_.capacity() * sizeof(float) + slot_of_.bucket_count() * sizeof(void*) +
+                  biases_.capacity() * sizeof(float) + times_.capacity() * sizeof(double) +
+                  importance_.capacity() * sizeof(float) + slot_of_.bucket_count() * sizeof(void*) +
                   slot_of_.size() * (2 * sizeof(uint64_t) + sizeof(void*));
   st.device_bytes = mirror_ ? mirror_->device_bytes() : 0;
   if (shards_.empty()) st.shard_vectors.push_back(st.vectors);
@@ -418,10 +533,28 @@ StoreStats Store::stats() const {
   return st;
 }
 
+namespace {
+
+// The values of a set_* record (or an add_memories record's arrays) copied
+// out of the record, checked finite: a checksummed record may still hold
+// what no write could have made.
+template <class T>
+std::vector<T> record_values(const unsigned char* p, uint64_t count, const char* what) {
+  std::vector<T> v(count);
+  std::memcpy(v.data(), p, count * sizeof(T));
+  for (uint64_t i = 0; i < count; ++i)
+    if (!std::isfinite(v[i])) fail(Code::corrupt, std::string("a journaled ") + what + " is not finite");
+  return v;
+}
+
+}  // namespace
+
 void Store::apply(const JournalRecord& r) {
   auto lock = write_lock();
+  const auto* data = static_cast<const unsigned char*>(r.data);
   switch (r.op) {
-    case JournalOp::add: {
+    case JournalOp::add:
+    case JournalOp::add_memories: {
       // A checksummed record may still hold what no write could have made
       // (a damaged copy, a record made elsewhere): refuse it rather than
       // keep a store whose next snapshot would not load.
@@ -439,15 +572,28 @@ void Store::apply(const JournalRecord& r) {
         rows = v.data();
       }
       if (find_non_finite(rows, dtype_, n) != kNotFound) fail(Code::corrupt, "a vector element is not finite");
-      add_locked(r.ids, rows, dtype_, r.count, false);
+      uint64_t at = n * dtype_size(r.dtype);
+      std::vector<double> times;
+      std::vector<float> importance;
+      if (r.flags & kJournalTimes) {
+        times = record_values<double>(data + at, r.count, "time");
+        at += r.count * 8;
+      }
+      if (r.flags & kJournalImportance) importance = record_values<float>(data + at, r.count, "importance");
+      add_locked(r.ids, rows, dtype_, r.count, false, times.empty() ? nullptr : times.data(),
+                 importance.empty() ? nullptr : importance.data());
       break;
     }
     case JournalOp::remove: remove_locked(r.ids, r.count, false); break;
-    case JournalOp::set_bias: {
-      std::vector<float> b(r.count);
-      std::memcpy(b.data(), r.data, r.count * 4);
-      if (find_non_finite(b.data(), DType::f32, r.count) != kNotFound) fail(Code::corrupt, "a bias is not finite");
-      set_bias_locked(r.ids, b.data(), r.count, false);
+    case JournalOp::set_bias:
+    case JournalOp::set_importance: {
+      const auto v = record_values<float>(data, r.count, r.op == JournalOp::set_bias ? "bias" : "importance");
+      set_field_locked(r.op, r.ids, v.data(), r.count, false);
+      break;
+    }
+    case JournalOp::set_times: {
+      const auto v = record_values<double>(data, r.count, "time");
+      set_field_locked(r.op, r.ids, v.data(), r.count, false);
       break;
     }
   }

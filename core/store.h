@@ -36,7 +36,16 @@ struct StoreContents {  // a consistent copy for saving
   std::vector<uint64_t> ids;
   std::vector<unsigned char> vectors;
   std::vector<float> biases;
+  std::vector<double> times;
+  std::vector<float> importance;
   uint64_t seq = 0;  // the last journaled write these contents include
+};
+
+// How a search ranks and what it does besides (mnemo_search_options).
+struct RankOptions {
+  bool apply_bias = false;
+  Activation act;
+  bool touch = false;  // returned memories' times become act.now
 };
 
 struct StoreStats {
@@ -60,7 +69,10 @@ class Store {
   const Runtime& runtime() const { return rt_; }
 
   // vectors: [count x dim] of f32 or the store dtype; ids validated by caller.
-  void add(const uint64_t* ids, const void* vectors, DType vectors_dtype, uint64_t count);
+  // times / importance ([count], finite) set those of the listed memories;
+  // null keeps an upserted memory's and gives a new one 0.
+  void add(const uint64_t* ids, const void* vectors, DType vectors_dtype, uint64_t count,
+           const double* times = nullptr, const float* importance = nullptr);
   uint64_t remove(const uint64_t* ids, uint64_t count);
   uint64_t count() const;
   uint64_t slot_count() const;
@@ -68,11 +80,18 @@ class Store {
   bool get(uint64_t id, float* out) const;
   // Throws not_found (naming the position) before changing any bias.
   void set_bias(const uint64_t* ids, const float* biases, uint64_t count);
+  void set_times(const uint64_t* ids, const double* times, uint64_t count);
+  void set_importance(const uint64_t* ids, const float* importance, uint64_t count);
+  // Throws not_found (naming the position) before writing anything; any
+  // output may be null.
+  void get_meta(const uint64_t* ids, uint64_t count, double* times, float* importance, float* biases) const;
   // Throws shape for a bitmap of the wrong length, before writing anything.
   // With place.on_device, queries and outputs are device pointers and the
   // store must be held by the runtime's GPU (backend_unavailable otherwise).
-  void search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-              uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
+  // With rank.touch the search holds the store exclusively and then sets the
+  // returned memories' times (journaled) before it returns.
+  void search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
+              uint64_t* out_ids, float* out_scores, const Placement& place = Placement{});
 
   StoreContents snapshot() const;
   StoreStats stats() const;
@@ -81,7 +100,9 @@ class Store {
   // copying them (vectors: [ids.size() x dim] in the store dtype, finite).
   // Returns the position of the first reserved or repeated id, or UINT64_MAX
   // when every id is good; the store is to be discarded then.
-  uint64_t adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases);
+  // times / importance: [ids.size()] each, or empty for zeros.
+  uint64_t adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases,
+                 std::vector<double> times = {}, std::vector<float> importance = {});
   // Writes the snapshot file straight from the store's arrays under the read
   // lock (no copy of the store): writers wait until it is on disk.
   void save(const std::string& path) const;
@@ -102,24 +123,34 @@ class Store {
   StoreContents contents_locked() const;
   // Searches with the caller's bitmap (or none) on this store's own backend
   // (on_home) or the CPU, without taking the lock (the caller holds it).
-  void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, bool apply_bias,
+  void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, const RankOptions& rank,
                      bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
+  void search_shared(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
+                     uint64_t* out_ids, float* out_scores, const Placement& place) const;
+  // The returned ids' times become `now` (journaled once).
+  void touch_locked(const uint64_t* ids, uint64_t n, double now);
   // The sharded forms of the calls above (store_shards.cpp), under the
   // parent's lock; the parent's journal records each write once.
-  void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count);
+  void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
+                   const float* importance);
   uint64_t sharded_remove(const uint64_t* ids, uint64_t count);
-  void sharded_set_bias(const uint64_t* ids, const float* biases, const uint64_t* owners, uint64_t count);
-  void sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-                      uint64_t* out_ids, float* out_scores) const;
+  // One per-memory field of `bytes` per entry at `values`, routed to the owners.
+  void sharded_set_field(const uint64_t* ids, const void* values, size_t bytes, const uint64_t* owners, uint64_t count,
+                         JournalOp field);
+  void sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
+                      const RankOptions& rank, uint64_t* out_ids, float* out_scores) const;
   // The shard holding `id`, or shards_.size().
   size_t owner_of(uint64_t id) const;
   // Row i of the call is vectors' row pick[i] (pick: a shard's rows of its
   // parent's call, taken where they lie), else row i; `team` threads convert
   // the rows (0: the runtime's thread count).
   void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
-                  const uint64_t* pick = nullptr, int team = 0);
+                  const double* times = nullptr, const float* importance = nullptr, const uint64_t* pick = nullptr,
+                  int team = 0);
   uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
-  void set_bias_locked(const uint64_t* ids, const float* biases, uint64_t count, bool journal);
+  // Sets one per-memory field: JournalOp::set_bias (f32), set_times (f64)
+  // or set_importance (f32).
+  void set_field_locked(JournalOp field, const uint64_t* ids, const void* values, uint64_t count, bool journal);
   void mirror_update(uint64_t first, uint64_t count);
   void compact();
 
@@ -136,7 +167,8 @@ class Store {
   std::unique_lock<std::shared_mutex> write_lock();
   AlignedBuffer vectors_;
   std::vector<uint64_t> slot_ids_;  // kNoId marks a removed slot
-  std::vector<float> norms_, biases_;
+  std::vector<float> norms_, biases_, importance_;
+  std::vector<double> times_;
   std::unordered_map<uint64_t, uint64_t> slot_of_;
   uint64_t dead_ = 0;
   std::unique_ptr<StoreMirror> mirror_;

@@ -1,11 +1,12 @@
-// The store file format (version 2), little-endian:
+// The store file format (version 3), little-endian:
 //   header  "MNEMOST1" u32 version u32 header_bytes u64 dim i32 dtype i32 metric
 //           u64 count u64 seq u64 xxh3(header fields before it)
-//   then three sections, each: u32 tag u32 zero u64 bytes <payload> u64 xxh3(payload)
-//           tag 1 ids [count] u64, tag 2 vectors [count x dim] dtype, tag 3 biases [count] f32
+//   then five sections, each: u32 tag u32 zero u64 bytes <payload> u64 xxh3(payload)
+//           tag 1 ids [count] u64, tag 2 vectors [count x dim] dtype, tag 3 biases [count] f32,
+//           tag 4 last-access times [count] f64, tag 5 importance [count] f32
 // seq is the last journaled write the file holds (0 without a journal), so a
 // durable store replays only the journal records after it. Version 1 files
-// (no seq) are still read. Written to a temporary file, flushed, renamed over
+// (no seq) and version 2 files (no times or importance: zeros) are still read. Written to a temporary file, flushed, renamed over
 // the target and the folder flushed, so a crash leaves the old file or the
 // new one, never half.
 // Loading and saving stream: the header is checked against the file's size
@@ -33,12 +34,12 @@ namespace mnemo {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'O', 'S', 'T', '1'};
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 // Header bytes before the header checksum, by version.
 constexpr uint32_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 4 + 4 + 8;
 constexpr uint32_t kHeaderBytes = kHeaderBytesV1 + 8;
 constexpr uint64_t kSectionHead = 4 + 4 + 8, kSectionTail = 8;
-enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3 };
+enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3, kTagTimes = 4, kTagImportance = 5 };
 
 // One section: `entry` bytes per memory, held per slot at `slots` (save) or
 // per memory at `dest` (load).
@@ -50,13 +51,23 @@ struct Section {
   unsigned char* dest;
 };
 
-// The sections in file order; `v` for saving, the loaded arrays for loading.
-std::vector<Section> sections(uint64_t row_bytes, const StoreView* v, unsigned char* ids, unsigned char* vectors,
-                              unsigned char* biases) {
+// Where the arrays of a load go.
+struct LoadTargets {
+  unsigned char *ids = nullptr, *vectors = nullptr, *biases = nullptr, *times = nullptr, *importance = nullptr;
+};
+
+// The sections of a file of `version` in file order; `v` for saving, the
+// loaded arrays for loading.
+std::vector<Section> sections(uint32_t version, uint64_t row_bytes, const StoreView* v, const LoadTargets& t) {
   auto at = [&](const void* p) { return static_cast<const unsigned char*>(p); };
-  return {{kTagIds, "ids", 8, v ? at(v->ids) : nullptr, ids},
-          {kTagVectors, "vectors", row_bytes, v ? at(v->vectors) : nullptr, vectors},
-          {kTagBiases, "biases", 4, v ? at(v->biases) : nullptr, biases}};
+  std::vector<Section> s = {{kTagIds, "ids", 8, v ? at(v->ids) : nullptr, t.ids},
+                            {kTagVectors, "vectors", row_bytes, v ? at(v->vectors) : nullptr, t.vectors},
+                            {kTagBiases, "biases", 4, v ? at(v->biases) : nullptr, t.biases}};
+  if (version >= 3) {
+    s.push_back({kTagTimes, "times", 8, v ? at(v->times) : nullptr, t.times});
+    s.push_back({kTagImportance, "importance", 4, v ? at(v->importance) : nullptr, t.importance});
+  }
+  return s;
 }
 
 struct HashState {
@@ -169,7 +180,7 @@ void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq) {
   put(seq);
   put(static_cast<uint64_t>(XXH3_64bits(h.data(), h.size())));
   out.bytes(h.data(), h.size());
-  for (const Section& s : sections(row_bytes, &v, nullptr, nullptr, nullptr)) {
+  for (const Section& s : sections(kFormatVersion, row_bytes, &v, LoadTargets{})) {
     out.put<uint32_t>(s.tag);
     out.put<uint32_t>(0);
     out.put<uint64_t>(checked_mul(live, s.entry, s.name));
@@ -206,6 +217,8 @@ std::string encode_store(const StoreContents& c) {
   v.slots = c.ids.size();
   v.ids = c.ids.data();
   v.biases = c.biases.data();
+  v.times = c.times.data();
+  v.importance = c.importance.data();
   std::string b;
   Out out(-1, "", &b);
   write_store(out, v, c.ids.size(), c.seq);
@@ -229,7 +242,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     return v;
   };
   const uint32_t version = field(8, uint32_t{});
-  if (version != 1 && version != kFormatVersion)
+  if (version < 1 || version > kFormatVersion)
     fail(Code::corrupt, path + ": unknown format version " + std::to_string(version));
   const uint32_t header_bytes = version == 1 ? kHeaderBytesV1 : kHeaderBytes;
   if (field(12, uint32_t{}) != header_bytes) fail(Code::corrupt, path + ": bad header size");
@@ -247,7 +260,7 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   const uint64_t row_bytes = dim * dtype_size(dt);
 
   // The size the header implies, against the size the file has.
-  std::vector<Section> secs = sections(row_bytes, nullptr, nullptr, nullptr, nullptr);
+  std::vector<Section> secs = sections(version, row_bytes, nullptr, LoadTargets{});
   uint64_t total = header_bytes + 8;
   try {
     for (const Section& s : secs)
@@ -264,11 +277,13 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   // Sizes are now bounded by the file's: allocate the store's own arrays and
   // read each section straight into them.
   std::vector<uint64_t> ids(count);
-  std::vector<float> biases(count);
+  std::vector<float> biases(count), importance(count);
+  std::vector<double> times(count);
   AlignedBuffer vectors;
   vectors.resize(count * row_bytes);
-  secs = sections(row_bytes, nullptr, reinterpret_cast<unsigned char*>(ids.data()), vectors.data(),
-                  reinterpret_cast<unsigned char*>(biases.data()));
+  auto bytes_of = [](auto& vec) { return reinterpret_cast<unsigned char*>(vec.data()); };
+  secs = sections(version, row_bytes, nullptr,
+                  LoadTargets{bytes_of(ids), vectors.data(), bytes_of(biases), bytes_of(times), bytes_of(importance)});
   HashState hash;
   bool non_finite = false;  // reported after the checksums: a damaged file is corrupt first
   uint64_t pos = header_bytes + 8;
@@ -296,11 +311,16 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
     pos += kSectionTail;
   }
 
-  for (uint64_t i = 0; i < count; ++i)
+  for (uint64_t i = 0; i < count; ++i) {
     if (!std::isfinite(biases[i])) fail(Code::corrupt, path + ": non-finite bias at position " + std::to_string(i));
+    if (!std::isfinite(times[i])) fail(Code::corrupt, path + ": non-finite time at position " + std::to_string(i));
+    if (!std::isfinite(importance[i]))
+      fail(Code::corrupt, path + ": non-finite importance at position " + std::to_string(i));
+  }
   if (non_finite) fail(Code::corrupt, path + ": non-finite vector element");
   auto store = std::make_unique<Store>(rt, dim, dt, static_cast<Metric>(metric));
-  const uint64_t bad = store->adopt(std::move(ids), std::move(vectors), std::move(biases));
+  const uint64_t bad =
+      store->adopt(std::move(ids), std::move(vectors), std::move(biases), std::move(times), std::move(importance));
   if (bad != UINT64_MAX) fail(Code::corrupt, path + ": invalid or repeated id at position " + std::to_string(bad));
   if (seq_out) *seq_out = seq;
   return store;

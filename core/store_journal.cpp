@@ -6,6 +6,10 @@
 //           <payload> u64 xxh3(record head and payload)
 //   payload add: ids [count] u64, vectors [count x dim] dtype
 //           remove: ids [count] u64; set_bias: ids [count] u64, biases [count] f32
+//           set_times: ids, times [count] f64; set_importance: ids, importance [count] f32
+//           add_memories: ids, vectors, then times [count] f64 if flag 1,
+//           importance [count] f32 if flag 2; its dtype field holds the
+//           vectors' dtype | flags << 8
 // The head check makes a record's length trustworthy before it is used, so a
 // damaged record is told apart from a torn one: only the final record may be
 // incomplete or fail its checksum (a crash during its append), and it is cut
@@ -67,16 +71,22 @@ std::string header_bytes(const JournalShape& s, uint64_t base_seq) {
 }
 
 // Payload size a record of this op and count must have.
-bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint64_t& bytes) {
+bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint32_t flags, uint64_t& bytes) {
   try {
     const uint64_t ids = checked_mul(count, 8, "ids");
+    if (flags != 0 && (op != JournalOp::add_memories || flags > 3)) return false;
     switch (op) {
       case JournalOp::add:
+      case JournalOp::add_memories:
         if (dt != DType::f32 && dt != s.dtype) return false;
-        bytes = ids + checked_mul(count, s.dim, dtype_size(dt), "vectors");
-        return bytes >= ids;
+        bytes = checked_add(ids, checked_mul(count, s.dim, dtype_size(dt), "vectors"), "record");
+        if (flags & kJournalTimes) bytes = checked_add(bytes, checked_mul(count, 8, "times"), "record");
+        if (flags & kJournalImportance) bytes = checked_add(bytes, checked_mul(count, 4, "importance"), "record");
+        return true;
       case JournalOp::remove: bytes = ids; return true;
-      case JournalOp::set_bias: bytes = ids + count * 4; return true;
+      case JournalOp::set_bias:
+      case JournalOp::set_importance: bytes = ids + count * 4; return true;
+      case JournalOp::set_times: bytes = checked_add(ids, checked_mul(count, 8, "times"), "record"); return true;
     }
   } catch (const Error&) {
   }
@@ -178,12 +188,14 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
     }
     const auto op = static_cast<JournalOp>(get<uint32_t>(h + 4));
     const uint64_t seq = get<uint64_t>(h + 8), count = get<uint64_t>(h + 16), payload = get<uint64_t>(h + 24);
-    const int32_t dtype = get<int32_t>(h + 32);
+    const int32_t dtype_field = get<int32_t>(h + 32);
+    const int32_t dtype = dtype_field & 0xff;
+    const uint32_t flags = static_cast<uint32_t>(dtype_field) >> 8;
     if (payload > left - kRecordHead || left - kRecordHead - payload < 8) break;  // torn: runs past the end
     const uint64_t end = pos + kRecordHead + payload + 8;
     uint64_t expect = 0;
-    const bool sane = count != 0 && dtype >= 0 && dtype <= 3 &&
-                      payload_size(shape, op, count, static_cast<DType>(dtype), expect) && expect == payload;
+    const bool sane = count != 0 && dtype_field >= 0 && dtype <= 3 &&
+                      payload_size(shape, op, count, static_cast<DType>(dtype), flags, expect) && expect == payload;
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, h, kRecordHead);
     if (sane) {
@@ -207,7 +219,7 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
     if (!sane) bad(where + " has an inconsistent op, dtype or size");
     if (seq != j->last_seq_ + 1)
       bad(where + " breaks the sequence (" + std::to_string(seq) + " after " + std::to_string(j->last_seq_) + ")");
-    JournalRecord r{op, seq, count, static_cast<DType>(dtype), ids.data(), data.data(), data.size()};
+    JournalRecord r{op, seq, count, static_cast<DType>(dtype), flags, ids.data(), data.data(), data.size()};
     apply(r);
     j->last_seq_ = seq;
     pos = end;
@@ -224,6 +236,13 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
 
 void Journal::append(JournalOp op, uint64_t count, DType dtype, const uint64_t* ids, const void* data,
                      uint64_t data_bytes) {
+  append(op, count, dtype, 0, ids, {{data, data_bytes}});
+}
+
+void Journal::append(JournalOp op, uint64_t count, DType dtype, uint32_t flags, const uint64_t* ids,
+                     std::initializer_list<JournalPiece> pieces) {
+  uint64_t data_bytes = 0;
+  for (const JournalPiece& p : pieces) data_bytes = checked_add(data_bytes, p.bytes, "journal record");
   if (broken_) fail(Code::io, "journal '" + path_ + "' could not be repaired after a failed write; reopen the store");
   const uint64_t payload = checked_mul(count, 8, "ids") + data_bytes;
   std::string r;
@@ -233,10 +252,11 @@ void Journal::append(JournalOp op, uint64_t count, DType dtype, const uint64_t* 
   put<uint64_t>(r, last_seq_ + 1);
   put<uint64_t>(r, count);
   put<uint64_t>(r, payload);
-  put<int32_t>(r, op == JournalOp::add ? static_cast<int32_t>(dtype) : 0);
+  const bool has_dtype = op == JournalOp::add || op == JournalOp::add_memories;
+  put<int32_t>(r, has_dtype ? static_cast<int32_t>(static_cast<uint32_t>(dtype) | flags << 8) : 0);
   put<uint32_t>(r, head_check(r.data()));
   r.append(reinterpret_cast<const char*>(ids), count * 8);
-  r.append(static_cast<const char*>(data), data_bytes);
+  for (const JournalPiece& p : pieces) r.append(static_cast<const char*>(p.data), p.bytes);
   put<uint64_t>(r, XXH3_64bits(r.data(), r.size()));
   try {
     write_all(fd_, r.data(), r.size(), path_);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -13,7 +14,23 @@
 
 namespace mnemo {
 
-enum class JournalOp : uint32_t { add = 1, remove = 2, set_bias = 3 };
+enum class JournalOp : uint32_t {
+  add = 1,
+  remove = 2,
+  set_bias = 3,
+  set_times = 4,
+  set_importance = 5,
+  add_memories = 6  // add with times and/or importance (flags)
+};
+
+// Which optional arrays an add_memories record carries after its vectors.
+enum : uint32_t { kJournalTimes = 1, kJournalImportance = 2 };
+
+// A contiguous part of a record's payload after its ids.
+struct JournalPiece {
+  const void* data;
+  uint64_t bytes;
+};
 
 // One decoded record; the pointers are to 64-byte aligned buffers that live
 // during the call that replays it.
@@ -21,9 +38,13 @@ struct JournalRecord {
   JournalOp op;
   uint64_t seq;
   uint64_t count;
-  DType dtype;          // add: dtype of the vectors
+  DType dtype;          // add, add_memories: dtype of the vectors
+  uint32_t flags;       // add_memories: kJournalTimes | kJournalImportance
   const uint64_t* ids;  // [count]
-  const void* data;     // add: vectors, set_bias: f32 biases
+  // add: vectors; add_memories: vectors, then f64 times and f32 importance
+  // as flagged (unaligned after the vectors); set_bias, set_importance: f32
+  // values; set_times: f64 values
+  const void* data;
   uint64_t data_bytes;
 };
 
@@ -53,6 +74,9 @@ class Journal {
   // Appends the next record and, when syncing each write, waits until it is
   // on disk. On failure the file is cut back to where it was and io thrown.
   void append(JournalOp op, uint64_t count, DType dtype, const uint64_t* ids, const void* data, uint64_t data_bytes);
+  // The payload after the ids in pieces; flags for add_memories.
+  void append(JournalOp op, uint64_t count, DType dtype, uint32_t flags, const uint64_t* ids,
+              std::initializer_list<JournalPiece> pieces);
   // Starts an empty journal after `base_seq` (the sequence a new snapshot holds).
   void reset(uint64_t base_seq);
 

@@ -61,7 +61,8 @@ size_t Store::owner_of(uint64_t id) const {
   return shards_.size();
 }
 
-void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count) {
+void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
+                        const float* importance) {
   const size_t n = shards_.size();
   // Route: existing ids to their shard, new ones to the least-filled shard
   // (counting what this call already sent there); a repeated id follows its
@@ -92,6 +93,8 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
     sh.slot_ids_.reserve(slots);
     sh.norms_.reserve(slots);
     sh.biases_.reserve(slots);
+    sh.times_.reserve(slots);
+    sh.importance_.reserve(slots);
   }
   std::vector<char> busy(n);
   for (size_t s = 0; s < n; ++s) busy[s] = !rows[s].empty();
@@ -104,7 +107,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
     const std::vector<uint64_t>& r = rows[s];
     std::vector<uint64_t> sub(r.size());
     for (size_t j = 0; j < r.size(); ++j) sub[j] = ids[r[j]];
-    shards_[s]->add_locked(sub.data(), vectors, vdt, sub.size(), false, r.data(), team);
+    shards_[s]->add_locked(sub.data(), vectors, vdt, sub.size(), false, times, importance, r.data(), team);
   });
 }
 
@@ -121,20 +124,22 @@ uint64_t Store::sharded_remove(const uint64_t* ids, uint64_t count) {
   return removed;
 }
 
-void Store::sharded_set_bias(const uint64_t* ids, const float* biases, const uint64_t* owners, uint64_t count) {
+void Store::sharded_set_field(const uint64_t* ids, const void* values, size_t bytes, const uint64_t* owners,
+                              uint64_t count, JournalOp field) {
   const size_t n = shards_.size();
   std::vector<std::vector<uint64_t>> sub(n);
-  std::vector<std::vector<float>> val(n);
+  std::vector<std::vector<unsigned char>> val(n);
+  const auto* v = static_cast<const unsigned char*>(values);
   for (uint64_t i = 0; i < count; ++i) {
     sub[owners[i]].push_back(ids[i]);
-    val[owners[i]].push_back(biases[i]);
+    val[owners[i]].insert(val[owners[i]].end(), v + i * bytes, v + (i + 1) * bytes);
   }
   for (size_t s = 0; s < n; ++s)
-    if (!sub[s].empty()) shards_[s]->set_bias_locked(sub[s].data(), val[s].data(), sub[s].size(), false);
+    if (!sub[s].empty()) shards_[s]->set_field_locked(field, sub[s].data(), val[s].data(), sub[s].size(), false);
 }
 
-void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, bool apply_bias,
-                           uint64_t* out_ids, float* out_scores) const {
+void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
+                           const RankOptions& rank, uint64_t* out_ids, float* out_scores) const {
   const size_t n = shards_.size();
   uint64_t slots = 0;
   std::vector<uint64_t> first(n);
@@ -175,10 +180,42 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
   // device; CPU shards take turns on the caller's thread, each with the whole
   // OpenMP team (threads of their own would only compete for the cores).
   const bool gpu = on_home && home_ != &rt_.cpu();
+  RankOptions each = rank;
+  std::vector<ActRanges> ranges;
+  if (rank.act.on && rank.act.normalize) {
+    // Min-max scaling is over the whole store's candidates: every shard
+    // reports its ranges first, and all search with the combined ones.
+    std::vector<std::vector<ActRanges>> part(n, std::vector<ActRanges>(nq));
+    for_each_shard(n, busy, gpu, [&](size_t s) {
+      RankOptions first = rank;
+      first.act.ranges_out = part[s].data();
+      shards_[s]->search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), first, on_home, nullptr,
+                                nullptr);
+    });
+    ranges = part[0];
+    for (size_t s = 1; s < n; ++s)
+      for (uint64_t q = 0; q < nq; ++q) {
+        ActRanges& r = ranges[q];
+        const ActRanges& p = part[s][q];
+        if (p.candidates == 0) continue;
+        if (r.candidates == 0) {
+          r = p;
+          continue;
+        }
+        r.rel_min = std::min(r.rel_min, p.rel_min);
+        r.rel_max = std::max(r.rel_max, p.rel_max);
+        r.t_min = std::min(r.t_min, p.t_min);
+        r.t_max = std::max(r.t_max, p.t_max);
+        r.imp_min = std::min(r.imp_min, p.imp_min);
+        r.imp_max = std::max(r.imp_max, p.imp_max);
+        r.candidates += p.candidates;
+      }
+    each.act.ranges = ranges.data();
+  }
   for_each_shard(n, busy, gpu, [&](size_t s) {
     const Store& sh = *shards_[s];
-    sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), apply_bias, on_home,
-                     ids.data() + s * per, scores.data() + s * per);
+    sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), each, on_home, ids.data() + s * per,
+                     scores.data() + s * per);
   });
   topk_merge(metric_, n, nq, k, ids.data(), scores.data(), k, out_ids, out_scores);
 }

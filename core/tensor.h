@@ -27,6 +27,8 @@ struct StoreView {
   const uint64_t* ids = nullptr;  // [slots]
   const float* norms = nullptr;   // [slots] L2 norms of the stored vectors
   const float* biases = nullptr;  // [slots]
+  const double* times = nullptr;  // [slots] last-access times (seconds)
+  const float* importance = nullptr;  // [slots]
 };
 
 }  // namespace mnemo

@@ -73,7 +73,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define MNEMO_VERSION_MAJOR 0
-#define MNEMO_VERSION_MINOR 1
+#define MNEMO_VERSION_MINOR 2
 #define MNEMO_VERSION_PATCH 0
 /* Bumped only when a change breaks binary compatibility; it is the SOVERSION. */
 #define MNEMO_ABI_VERSION 1
@@ -358,6 +358,39 @@ MNEMO_API mnemo_status mnemo_store_slot_of(const mnemo_store* store, uint64_t id
 MNEMO_API mnemo_status mnemo_store_set_bias(mnemo_store* store, const uint64_t* ids, const float* biases,
                                             uint64_t count);
 
+/* Memory metadata. Besides its vector and bias, every memory carries a
+   last-access time (f64 seconds on any clock the caller keeps, typically UNIX
+   time; 0 when never given) and an importance (f32; 0 when never given),
+   which activation search (below) ranks by. Both survive upserts, are kept in
+   snapshots and journals, and mirrored on the GPU.
+
+   mnemo_store_add with metadata: times (f64 [count]) and importance (f32
+   [count]) may each be NULL. A given array sets the value of every listed
+   memory (new or upserted; a repeated id takes its last entry); a NULL one
+   leaves an upserted memory's value as it was and gives a new memory 0.
+   Errors: those of mnemo_store_add, and NON_FINITE for a NaN or infinite
+   time or importance (checked whatever the validation setting, naming the
+   position). On error the store is unchanged. Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_add_memories(mnemo_store* store, const uint64_t* ids, const void* vectors,
+                                                int32_t vectors_dtype, uint64_t count, const double* times,
+                                                const float* importance);
+
+/* Set the last-access times (f64 [count]) or importances (f32 [count]) of
+   existing memories; a repeated id takes its last entry.
+   Errors: NULL_POINTER, MISALIGNED, OVERFLOW, NOT_FOUND (naming the
+   position), NON_FINITE. On error nothing changes. Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_set_times(mnemo_store* store, const uint64_t* ids, const double* times,
+                                             uint64_t count);
+MNEMO_API mnemo_status mnemo_store_set_importance(mnemo_store* store, const uint64_t* ids, const float* importance,
+                                                  uint64_t count);
+
+/* The metadata of `count` memories: times (f64 [count]), importance and
+   biases (f32 [count]); any output may be NULL. Errors: NULL_POINTER (ids
+   with count > 0), MISALIGNED, OVERFLOW, NOT_FOUND (naming the position;
+   nothing written). Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_get_meta(const mnemo_store* store, const uint64_t* ids, uint64_t count,
+                                            double* times, float* importance, float* biases);
+
 enum mnemo_filter_kind {
   MNEMO_FILTER_NONE = 0,
   MNEMO_FILTER_IDS = 1,        /* allow-list of ids (unknown ids ignored) */
@@ -378,6 +411,40 @@ typedef struct mnemo_search_options {
      positive bias always favours a memory; returned scores include it. */
   uint32_t apply_bias;
   uint32_t reserved0; /* zero */
+  /* Activation ranking (absent from a struct_size of 40, the first ABI's
+     size: then off). With activation = 1 a memory i is ranked by
+       A_i = w_relevance * rel_i + w_recency * rec_i + w_importance * imp_i
+             (+ bias_i when apply_bias = 1)
+     where rel_i is the cosine or dot score, rec_i = 2^(-(now - t_i) /
+     half_life) from the memory's last-access time t_i (a time after `now`
+     counts as now: rec_i = 1), imp_i its importance. Cosine and dot return
+     A_i, best = highest; for L2SQ rel_i is the negated squared distance and
+     the returned score is -A_i, best = lowest, as for distances. Computed in
+     the scan on every backend (no extra pass over the store); rec_i in f64
+     up to the exponent, A_i accumulated in f32: |error| <= 1e-5 *
+     (|w_relevance| * s + |w_recency| + |w_importance * imp_i| + |bias_i|),
+     s the scale of the plain score's bound. Ties to the smaller id, NaN never
+     returned, filters apply.
+     normalize = 1: each of rel, rec and imp is first min-max scaled to
+     [0, 1] over the candidates of the query (live memories the filter
+     allows), x' = (x - min) / (max - min), or 0.5 for every candidate when
+     max = min (Generative Agents' retrieval). The minimum and maximum are
+     only known after every candidate is scored, so this mode keeps each
+     query's scores (4 bytes per memory, in the workspace on a GPU) and
+     selects from them in a second pass over those scores; a store sharded
+     over several devices also scans its vectors twice (ranges, then keys).
+     touch = 1: the returned memories' last-access times become `now`,
+     atomically with the search (the search then takes the store exclusively,
+     like a write) and journaled in a durable store. */
+  uint32_t activation;  /* 0 (default) or 1 */
+  uint32_t normalize;   /* 0 (default) or 1; needs activation */
+  float w_relevance;    /* default 1 */
+  float w_recency;      /* default 0 */
+  float w_importance;   /* default 0 */
+  uint32_t touch;       /* 0 (default) or 1; needs activation */
+  double half_life;     /* seconds, > 0, may be +infinity; default 86400 */
+  double now;           /* seconds on the times' clock; NaN (default): the
+                           current UNIX time (CLOCK_REALTIME) of the call */
 } mnemo_search_options;
 
 MNEMO_API mnemo_search_options mnemo_search_options_default(void);
@@ -389,8 +456,11 @@ MNEMO_API mnemo_search_options mnemo_search_options_default(void);
    candidates exist the remaining slots get id MNEMO_NO_ID and score NaN.
    Vectors whose score is NaN are never returned. opts may be NULL.
    Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT (k = 0, filter kind,
-   struct_size), SHAPE (bitmap length), OVERFLOW (nq * k), NON_FINITE.
-   Thread safety: concurrent searches allowed. */
+   struct_size, a flag not 0 or 1, normalize or touch without activation,
+   a weight not finite, half_life not > 0, now infinite), SHAPE (bitmap
+   length), OVERFLOW (nq * k), NON_FINITE, IO (touch on a durable store
+   whose journal cannot be written; the times stay as they were).
+   Thread safety: concurrent searches allowed; with touch, exclusive. */
 MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
                                           const mnemo_search_options* opts, uint64_t* ids, float* scores);
 
@@ -405,6 +475,8 @@ MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float*
    they were called. With validation on (the default) the queries' non-finite
    check runs on the device and waits for the stream before the search is
    queued. Same results, order, ties and padding as mnemo_store_search.
+   With touch the call waits for the stream (the returned ids are read back
+   to set their times) before it returns.
    Errors: those of mnemo_store_search, BACKEND_UNAVAILABLE (the store is
    not held by a GPU), UNSUPPORTED (a store sharded over several GPUs; search
    it with mnemo_store_search). Thread safety: as mnemo_store_search. */

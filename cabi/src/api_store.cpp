@@ -1,4 +1,8 @@
 // The memory store entry points.
+#include <time.h>
+
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -13,7 +17,9 @@ using namespace mnemo;
 namespace {
 
 constexpr uint64_t kMaxDim = 65536;
-constexpr uint32_t kSearchOptionsV1 = sizeof(mnemo_search_options);
+// The search options of ABI 1 (before activation), and the current ones.
+constexpr uint32_t kSearchOptionsV1 = 40;
+static_assert(offsetof(mnemo_search_options, activation) == kSearchOptionsV1, "options grow at their end");
 
 void need_ids_valid(const uint64_t* ids, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i)
@@ -32,6 +38,35 @@ void need_finite_in(const Runtime& rt, const void* vectors, DType store_dtype, u
       fail(Code::non_finite, "vectors[" + std::to_string(i) + "] = " + std::to_string(v[i]) + " is infinite in " +
                                  dtype_name(store_dtype));
   }
+}
+
+// Times and importances are always checked: a NaN would poison rankings.
+void need_finite_meta(const double* times, const float* importance, uint64_t count) {
+  for (uint64_t i = 0; times && i < count; ++i)
+    if (!std::isfinite(times[i])) fail(Code::non_finite, "times[" + std::to_string(i) + "] is NaN or infinite");
+  const uint64_t bad = importance ? find_non_finite(importance, DType::f32, count) : kNotFound;
+  if (bad != kNotFound) fail(Code::non_finite, "importance[" + std::to_string(bad) + "] is NaN or infinite");
+}
+
+void store_add(mnemo_store* store, const uint64_t* ids, const void* vectors, int32_t vectors_dtype, uint64_t count,
+               const double* times, const float* importance) {
+  Store& s = cabi::store_of(store);
+  const DType vdt = cabi::storage_dtype(vectors_dtype, "vectors_dtype");
+  if (vdt != DType::f32 && vdt != s.dtype())
+    fail(Code::dtype, std::string("vectors_dtype must be F32 or the store's dtype (") + dtype_name(s.dtype()) + ")");
+  cabi::need_data(ids, "ids");
+  cabi::need_data(vectors, "vectors");
+  if (times) cabi::need_data(times, "times");
+  if (importance) cabi::need_data(importance, "importance");
+  const uint64_t elems = checked_mul(count, s.dim(), "vectors");
+  checked_bytes(checked_mul(elems, dtype_size(vdt), "vectors"), "vectors");
+  checked_bytes(checked_mul(count, 8, "ids"), "ids");
+  if (count == 0) return;
+  need_ids_valid(ids, count);
+  cabi::need_finite(s.runtime(), vectors, vdt, elems, "vectors");
+  if (vdt == DType::f32) need_finite_in(s.runtime(), vectors, s.dtype(), elems);
+  need_finite_meta(times, importance, count);
+  s.add(ids, vectors, vdt, count, times, importance);
 }
 
 mnemo_store* wrap(std::unique_ptr<Store> s) {
@@ -65,22 +100,15 @@ MNEMO_API void mnemo_store_destroy(mnemo_store* store) {
 
 MNEMO_API mnemo_status mnemo_store_add(mnemo_store* store, const uint64_t* ids, const void* vectors,
                                        int32_t vectors_dtype, uint64_t count) {
-  return cabi::guarded("mnemo_store_add", [&] {
-    Store& s = cabi::store_of(store);
-    const DType vdt = cabi::storage_dtype(vectors_dtype, "vectors_dtype");
-    if (vdt != DType::f32 && vdt != s.dtype())
-      fail(Code::dtype, std::string("vectors_dtype must be F32 or the store's dtype (") + dtype_name(s.dtype()) + ")");
-    cabi::need_data(ids, "ids");
-    cabi::need_data(vectors, "vectors");
-    const uint64_t elems = checked_mul(count, s.dim(), "vectors");
-    checked_bytes(checked_mul(elems, dtype_size(vdt), "vectors"), "vectors");
-    checked_bytes(checked_mul(count, 8, "ids"), "ids");
-    if (count == 0) return;
-    need_ids_valid(ids, count);
-    cabi::need_finite(s.runtime(), vectors, vdt, elems, "vectors");
-    if (vdt == DType::f32) need_finite_in(s.runtime(), vectors, s.dtype(), elems);
-    s.add(ids, vectors, vdt, count);
-  });
+  return cabi::guarded("mnemo_store_add",
+                       [&] { store_add(store, ids, vectors, vectors_dtype, count, nullptr, nullptr); });
+}
+
+MNEMO_API mnemo_status mnemo_store_add_memories(mnemo_store* store, const uint64_t* ids, const void* vectors,
+                                                int32_t vectors_dtype, uint64_t count, const double* times,
+                                                const float* importance) {
+  return cabi::guarded("mnemo_store_add_memories",
+                       [&] { store_add(store, ids, vectors, vectors_dtype, count, times, importance); });
 }
 
 MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* ids, uint64_t count, uint64_t* removed) {
@@ -151,11 +179,54 @@ MNEMO_API mnemo_status mnemo_store_set_bias(mnemo_store* store, const uint64_t* 
   });
 }
 
+MNEMO_API mnemo_status mnemo_store_set_times(mnemo_store* store, const uint64_t* ids, const double* times,
+                                             uint64_t count) {
+  return cabi::guarded("mnemo_store_set_times", [&] {
+    Store& s = cabi::store_of(store);
+    cabi::need_data(ids, "ids");
+    cabi::need_data(times, "times");
+    checked_bytes(checked_mul(count, 8, "ids"), "ids");
+    if (count == 0) return;
+    need_finite_meta(times, nullptr, count);
+    s.set_times(ids, times, count);
+  });
+}
+
+MNEMO_API mnemo_status mnemo_store_set_importance(mnemo_store* store, const uint64_t* ids, const float* importance,
+                                                  uint64_t count) {
+  return cabi::guarded("mnemo_store_set_importance", [&] {
+    Store& s = cabi::store_of(store);
+    cabi::need_data(ids, "ids");
+    cabi::need_data(importance, "importance");
+    checked_bytes(checked_mul(count, 8, "ids"), "ids");
+    if (count == 0) return;
+    need_finite_meta(nullptr, importance, count);
+    s.set_importance(ids, importance, count);
+  });
+}
+
+MNEMO_API mnemo_status mnemo_store_get_meta(const mnemo_store* store, const uint64_t* ids, uint64_t count,
+                                            double* times, float* importance, float* biases) {
+  return cabi::guarded("mnemo_store_get_meta", [&] {
+    Store& s = cabi::store_of(store);
+    if (count > 0) cabi::need_data(ids, "ids");
+    checked_bytes(checked_mul(count, 8, "ids"), "ids");
+    if (times) cabi::need_data(times, "times");
+    if (importance) cabi::need_data(importance, "importance");
+    if (biases) cabi::need_data(biases, "biases");
+    if (count == 0) return;
+    s.get_meta(ids, count, times, importance, biases);
+  });
+}
+
 MNEMO_API mnemo_search_options mnemo_search_options_default(void) {
   mnemo_search_options o;
   std::memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.filter_kind = MNEMO_FILTER_NONE;
+  o.w_relevance = 1.0f;
+  o.half_life = 86400.0;
+  o.now = std::nan("");
   return o;
 }
 
@@ -163,16 +234,59 @@ MNEMO_API mnemo_search_options mnemo_search_options_default(void) {
 
 namespace {
 
+double unix_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The activation part of the options, checked.
+RankOptions rank_options(const mnemo_search_options& o) {
+  RankOptions r;
+  r.apply_bias = o.apply_bias != 0;
+  auto flag = [](uint32_t v, const char* name) {
+    if (v > 1) fail(Code::invalid_argument, std::string("opts->") + name + " must be 0 or 1");
+    return v == 1;
+  };
+  r.act.on = flag(o.activation, "activation");
+  r.act.normalize = flag(o.normalize, "normalize");
+  r.touch = flag(o.touch, "touch");
+  if (!r.act.on) {
+    if (r.act.normalize || r.touch)
+      fail(Code::invalid_argument, "opts->normalize and opts->touch need opts->activation = 1");
+    return r;
+  }
+  auto weight = [](float w, const char* name) {
+    if (!std::isfinite(w)) fail(Code::invalid_argument, std::string("opts->") + name + " must be finite");
+    return w;
+  };
+  r.act.w_rel = weight(o.w_relevance, "w_relevance");
+  r.act.w_rec = weight(o.w_recency, "w_recency");
+  r.act.w_imp = weight(o.w_importance, "w_importance");
+  if (!(o.half_life > 0.0))
+    fail(Code::invalid_argument, "opts->half_life must be > 0 (seconds; +infinity for no decay)");
+  r.act.half_life = o.half_life;
+  if (std::isinf(o.now)) fail(Code::invalid_argument, "opts->now must be finite (NaN: the current time)");
+  r.act.now = std::isnan(o.now) ? unix_now() : o.now;
+  return r;
+}
+
 // Both search entry points: the same checks; query values are checked here
 // for host buffers and by the backend for device ones.
 void store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
                   const mnemo_search_options* opts, uint64_t* ids, float* scores, const Placement& place) {
   Store& s = cabi::store_of(store);
-  const mnemo_search_options o = opts ? *opts : mnemo_search_options_default();
-  if (o.struct_size < kSearchOptionsV1)
-    fail(Code::invalid_argument, "opts->struct_size is smaller than sizeof(mnemo_search_options) of ABI 1");
+  // A caller built against an older header passes a shorter struct: its
+  // fields over the defaults of the rest.
+  mnemo_search_options o = mnemo_search_options_default();
+  if (opts) {
+    if (opts->struct_size < kSearchOptionsV1)
+      fail(Code::invalid_argument, "opts->struct_size is smaller than sizeof(mnemo_search_options) of ABI 1");
+    std::memcpy(&o, opts, std::min<size_t>(opts->struct_size, sizeof o));
+  }
   cabi::need_positive(k, "k");
   if (o.apply_bias > 1) fail(Code::invalid_argument, "opts->apply_bias must be 0 or 1");
+  const RankOptions rank = rank_options(o);
   SearchFilter f;
   switch (o.filter_kind) {
     case MNEMO_FILTER_NONE: break;
@@ -206,7 +320,7 @@ void store_search(const mnemo_store* store, const float* queries, uint64_t nq, u
   cabi::need_disjoint(ids, out_elems * 8, queries, q_elems * 4, "ids and queries", false);
   cabi::need_disjoint(scores, out_elems * 4, queries, q_elems * 4, "scores and queries", false);
   if (!place.on_device) cabi::need_finite(s.runtime(), queries, DType::f32, q_elems, "queries");
-  s.search(queries, nq, k, f, o.apply_bias != 0, ids, scores, place);
+  s.search(queries, nq, k, f, rank, ids, scores, place);
 }
 
 }  // namespace

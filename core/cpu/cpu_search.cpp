@@ -47,6 +47,7 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
 
 void CpuBackend::search(const SearchArgs& a) {
   const StoreView& s = *a.store;
+  if (a.act.on && a.act.normalize) return normalized_search(a, threads());
   if (a.nq >= gemm_min_queries_ && s.slots >= kGemmMinSlots) return gemm_search(a, threads());
   // The selector never needs more room than there are slots.
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));

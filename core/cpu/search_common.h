@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "../activation.h"
 #include "../backend.h"
 #include "../topk.h"
 #include "simd_kernels.h"
@@ -22,19 +23,35 @@ inline bool slot_live(const StoreView& s, const SearchArgs& a, uint64_t slot) {
   return s.ids[slot] != kNoId && (!a.allow || ((a.allow[slot >> 6] >> (slot & 63)) & 1u));
 }
 
+// The relevance key of a slot from its raw score (dot product, or squared
+// L2 distance): larger is better.
+inline float relevance_key(const StoreView& s, uint64_t slot, float raw, float qn) {
+  if (s.metric == Metric::l2sq) return -raw;
+  if (s.metric == Metric::cosine) {
+    const float xn = s.norms[slot];
+    return (qn == 0.0f || xn == 0.0f) ? 0.0f : raw / (qn * xn);
+  }
+  return raw;
+}
+
+// The memory terms of an activation key (activation.h).
+inline float activation_extra_of(const StoreView& s, const SearchArgs& a, uint64_t slot) {
+  const Activation& act = a.act;
+  const float rec = recency(act.now, s.times[slot], 1.0 / act.half_life);
+  return activation_extra(act.w_rec, rec, act.w_imp, s.importance[slot], a.apply_bias ? s.biases[slot] : 0.0f);
+}
+
 // The top-k key of a slot from its raw score (dot product, or squared L2
-// distance): larger is better.
+// distance): larger is better. Activation here is the plain one; normalised
+// searches take their own path (activation_search.cpp).
 inline float key_of(const StoreView& s, const SearchArgs& a, uint64_t slot, float raw, float qn) {
+  if (a.act.on) return fmaf(a.act.w_rel, relevance_key(s, slot, raw, qn), activation_extra_of(s, a, slot));
   if (s.metric == Metric::l2sq) {
     float d = raw;
     if (a.apply_bias) d -= s.biases[slot];
     return -d;
   }
-  float v = raw;
-  if (s.metric == Metric::cosine) {
-    const float xn = s.norms[slot];
-    v = (qn == 0.0f || xn == 0.0f) ? 0.0f : raw / (qn * xn);
-  }
+  float v = relevance_key(s, slot, raw, qn);
   if (a.apply_bias) v += s.biases[slot];
   return v;
 }
@@ -55,5 +72,8 @@ inline void write_results(std::vector<Hit> hits, const SearchArgs& a, uint64_t q
 
 // The GEMM path (gemm_search.cpp): sgemm tiles, candidates re-scored.
 void gemm_search(const SearchArgs& a, int threads);
+// Normalised activation (activation_search.cpp): every candidate's
+// relevance kept per query, ranges taken, then keys and selection.
+void normalized_search(const SearchArgs& a, int threads);
 
 }  // namespace mnemo::cpu

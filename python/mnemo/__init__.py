@@ -35,7 +35,7 @@ from .ops import layer_norm, normalize_rows, resample, score_pairs, similarity
 from .runtime import Runtime, RuntimeInfo
 from .store import NO_ID, Store, StoreShape, StoreStats, bitmap_from_mask
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def open_durable(runtime: Runtime, path: "str | os.PathLike[str]", dim: int = 0,
