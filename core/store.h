@@ -71,8 +71,8 @@ class Store {
   // vectors: [count x dim] of f32 or the store dtype; ids validated by caller.
   // times / importance ([count], finite) set those of the listed memories;
   // null keeps an upserted memory's and gives a new one 0.
-  void add(const uint64_t* ids, const void* vectors, DType vectors_dtype, uint64_t count,
-           const double* times = nullptr, const float* importance = nullptr);
+  void add(const uint64_t* ids, const void* vectors, DType vectors_dtype, uint64_t count, const double* times = nullptr,
+           const float* importance = nullptr);
   uint64_t remove(const uint64_t* ids, uint64_t count);
   uint64_t count() const;
   uint64_t slot_count() const;

@@ -6,14 +6,12 @@
 //           tag 4 last-access times [count] f64, tag 5 importance [count] f32
 // seq is the last journaled write the file holds (0 without a journal), so a
 // durable store replays only the journal records after it. Version 1 files
-// (no seq) and version 2 files (no times or importance: zeros) are still read. Written to a temporary file, flushed, renamed over
-// the target and the folder flushed, so a crash leaves the old file or the
-// new one, never half.
-// Loading and saving stream: the header is checked against the file's size
-// before anything is allocated, each section is read straight into the
-// buffer the store keeps (or written from the store's own arrays) in pieces
-// of kIoChunkBytes, checksummed on the way. Every section is an array of one
-// fixed-size entry per memory, so a new one is a line in sections().
+// (no seq) and version 2 files (no times or importance: zeros) are still read. Written to a temporary file, flushed,
+// renamed over the target and the folder flushed, so a crash leaves the old file or the new one, never half. Loading
+// and saving stream: the header is checked against the file's size before anything is allocated, each section is read
+// straight into the buffer the store keeps (or written from the store's own arrays) in pieces of kIoChunkBytes,
+// checksummed on the way. Every section is an array of one fixed-size entry per memory, so a new one is a line in
+// sections().
 #include <xxhash.h>
 
 #include <algorithm>

@@ -24,10 +24,10 @@ struct StoreView {
   Metric metric = Metric::cosine;
   uint64_t dim = 0;
   uint64_t slots = 0;
-  const uint64_t* ids = nullptr;  // [slots]
-  const float* norms = nullptr;   // [slots] L2 norms of the stored vectors
-  const float* biases = nullptr;  // [slots]
-  const double* times = nullptr;  // [slots] last-access times (seconds)
+  const uint64_t* ids = nullptr;      // [slots]
+  const float* norms = nullptr;       // [slots] L2 norms of the stored vectors
+  const float* biases = nullptr;      // [slots]
+  const double* times = nullptr;      // [slots] last-access times (seconds)
   const float* importance = nullptr;  // [slots]
 };
 
