@@ -75,7 +75,8 @@ test: test-cpp test-asan test-tsan test-rust test-install test-wheel
 bench:
 	@bash scripts/install-deps.sh bench
 	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON
-	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench
+	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench mnemo_activation_bench
+	$(BENCH)/bin/mnemo_activation_bench bench/results/activation-cpu.jsonl cpu 100000 101 $(BENCH_THREADS)
 	$(BENCH)/bin/mnemo_store_open_bench $(BENCH)
 	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \

@@ -27,7 +27,7 @@ bundle() {
   # Staged here, then packed: the uncompressed bundle (OpenBLAS alone is
   # 36 MB) would not fit what travels to the GPU machine.
   rm -rf .device && mkdir -p .device/bin .device/lib
-  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_demo; do
+  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_activation_bench mnemo_demo; do
     cp "$dir/bin/$b" .device/bin/
   done
   cp -P "$dir"/lib/libmnemo.so* "$dir"/lib/libmnemo_cuda.so .device/lib/
@@ -162,6 +162,8 @@ run() {
   fi
   if [ "$part" != tests ]; then
   step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
+  # Activation search against plain search, 1q x 1M x 768 f32 (CUDA events).
+  step "activation benchmark" 200 .device/bin/mnemo_activation_bench "$out/activation_gpu.jsonl" cuda 1000000 101
   step "torch peer" 200 python3 bench/gpu/torch_peer.py "$out/torch_gpu.jsonl"
   step "torch ops peer" 200 python3 bench/gpu/torch_ops_peer.py "$out/torch_ops.jsonl"
   cat "$out/torch_ops.jsonl" >>"$out/torch_gpu.jsonl" 2>/dev/null
@@ -176,6 +178,7 @@ run() {
   grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]|tests? ran|passed|ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 40
   echo
   [ -f "$out/gpu-table.md" ] && cat "$out/gpu-table.md"
+  [ -f "$out/activation_gpu.jsonl" ] && { echo; echo "== activation against plain search"; cat "$out/activation_gpu.jsonl"; }
   [ -f "$out/torch_search.txt" ] && { echo; echo "== search from a torch tensor"; cat "$out/torch_search.txt"; }
   echo
   echo "== steps"

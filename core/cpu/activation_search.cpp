@@ -154,10 +154,16 @@ void normalized_search(const SearchArgs& a, int nt) {
         for (uint64_t slot = lo; slot < hi; ++slot) {
           const float v = rel[j * n + slot];
           if (std::isnan(v)) continue;
-          const float rec = min_max(recency(act.now, s.times[slot], inv_hl), rec_lo, rec_hi);
+          const float relv = min_max(v, R.rel_min, R.rel_max);
           const float imp = min_max(s.importance[slot], R.imp_min, R.imp_max);
-          const float extra = activation_extra(act.w_rec, rec, act.w_imp, imp, a.apply_bias ? s.biases[slot] : 0.0f);
-          top.push(fmaf(act.w_rel, min_max(v, R.rel_min, R.rel_max), extra), s.ids[slot]);
+          const float bias = a.apply_bias ? s.biases[slot] : 0.0f;
+          // Scaled recency lies in [0, 1]: a bound without the power first.
+          if (top.full() &&
+              fmaf(act.w_rel, relv, activation_extra(act.w_rec, act.w_rec > 0.0f ? 1.0f : 0.0f, act.w_imp, imp, bias)) <
+                  top.worst_key())
+            continue;
+          const float rec = min_max(recency(act.now, s.times[slot], inv_hl), rec_lo, rec_hi);
+          top.push(fmaf(act.w_rel, relv, activation_extra(act.w_rec, rec, act.w_imp, imp, bias)), s.ids[slot]);
         }
       }
     });

@@ -32,13 +32,20 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
   const auto* base = static_cast<const unsigned char*>(s.vectors);
   const bool l2 = s.metric == Metric::l2sq;
   float buf[simd::kMaxQueries * kBlock];
+  float extra[kBlock];
   for (uint64_t b0 = lo; b0 < hi; b0 += kBlock) {
     const uint64_t n = std::min<uint64_t>(kBlock, hi - b0);
     simd::score_rows(q, m, base + b0 * row_bytes, s.dtype, s.dim, n, l2, buf);
+    if (a.act.on) activation_extras_of(s, a, b0, n, extra);
     for (uint64_t r = 0; r < n; ++r) {
       const uint64_t slot = b0 + r;
       if (!slot_live(s, a, slot)) continue;
-      for (uint64_t j = 0; j < m; ++j) tops[j].push(key_of(s, a, slot, buf[j * n + r], qn[j]), s.ids[slot]);
+      if (!a.act.on) {
+        for (uint64_t j = 0; j < m; ++j) tops[j].push(key_of(s, a, slot, buf[j * n + r], qn[j]), s.ids[slot]);
+        continue;
+      }
+      for (uint64_t j = 0; j < m; ++j)
+        tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, buf[j * n + r], qn[j]), extra[r]), s.ids[slot]);
     }
   }
 }

@@ -104,6 +104,10 @@ void gemm_search(const SearchArgs& a, int threads) {
     qn[q] = query_norm(a.queries + q * D, D);
     eps[q] = s.metric == Metric::cosine ? c : l2 ? c * (qn[q] + xmax) * (qn[q] + xmax) : c * qn[q] * xmax;
   }
+  // Activation scales the relevance (and its error) by w_rel; the memory
+  // terms are computed alike on both paths.
+  if (a.act.on)
+    for (float& e : eps) e *= std::fabs(a.act.w_rel);
   auto margin = [&](uint64_t q, float thr) { return eps[q] + 0x1p-20f * (std::fabs(thr) + eps[q]); };
 
   BlasSingleThread blas_guard;
@@ -125,6 +129,7 @@ void gemm_search(const SearchArgs& a, int threads) {
     st.assign(nq, QueryState(cap));
     std::vector<float> wide(s.dtype == DType::f32 ? 0 : kTileRows * D);
     std::vector<float> tile(std::min(nq, kQueryChunk) * kTileRows);
+    std::vector<float> extra(a.act.on ? kTileRows : 0);  // the tile's activation terms, shared by its queries
     for (uint64_t ti = next++; ti < tiles; ti = next++) {
       const uint64_t r0 = ti * kTileRows, n = std::min(kTileRows, s.slots - r0);
       const float* x = reinterpret_cast<const float*>(base + r0 * row_bytes);
@@ -132,6 +137,7 @@ void gemm_search(const SearchArgs& a, int threads) {
         simd::widen(base + r0 * row_bytes, s.dtype, n * D, wide.data());
         x = wide.data();
       }
+      if (a.act.on) activation_extras_of(s, a, r0, n, extra.data());
       for (uint64_t q0 = 0; q0 < nq; q0 += kQueryChunk) {
         const uint64_t m = std::min(kQueryChunk, nq - q0);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
@@ -149,7 +155,8 @@ void gemm_search(const SearchArgs& a, int threads) {
               const float xn = s.norms[slot];
               raw = qn2[q] + xn * xn - 2.0f * raw;
             }
-            const float key = key_of(s, a, slot, raw, qn[q]);
+            const float key = a.act.on ? fmaf(a.act.w_rel, relevance_key(s, slot, raw, qn[q]), extra[r])
+                                       : key_of(s, a, slot, raw, qn[q]);
             if (qs.top.full()) {
               const float thr = qs.top.worst_key();
               if (key < thr - margin(q, thr)) continue;

@@ -34,11 +34,19 @@ inline float relevance_key(const StoreView& s, uint64_t slot, float raw, float q
   return raw;
 }
 
-// The memory terms of an activation key (activation.h).
-inline float activation_extra_of(const StoreView& s, const SearchArgs& a, uint64_t slot) {
+// The memory terms of the activation keys of slots [first, first + n)
+// (simd::activation_extras): every CPU path takes them from this kernel,
+// so the streaming and GEMM paths agree bit for bit.
+inline void activation_extras_of(const StoreView& s, const SearchArgs& a, uint64_t first, uint64_t n, float* out) {
   const Activation& act = a.act;
-  const float rec = recency(act.now, s.times[slot], 1.0 / act.half_life);
-  return activation_extra(act.w_rec, rec, act.w_imp, s.importance[slot], a.apply_bias ? s.biases[slot] : 0.0f);
+  simd::activation_extras(s.times + first, s.importance + first, a.apply_bias ? s.biases + first : nullptr, n, act.now,
+                          1.0 / act.half_life, act.w_rec, act.w_imp, out);
+}
+
+inline float activation_extra_of(const StoreView& s, const SearchArgs& a, uint64_t slot) {
+  float e;
+  activation_extras_of(s, a, slot, 1, &e);
+  return e;
 }
 
 // The top-k key of a slot from its raw score (dot product, or squared L2

@@ -3,6 +3,7 @@
 // load (F16C / a shift for bf16) and multiplied against the f32 query in
 // f32: the native bf16/f16 dot instructions would round the query to 16
 // bits, which EXACT mode does not allow (Highway 1.0.3 offers neither).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,8 @@
 //
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+//
+#include <hwy/contrib/math/math-inl.h>
 
 #include "core/cpu/simd_kernels.h"
 
@@ -368,6 +371,36 @@ uint64_t FirstNonFinite(const void* data, DType t, uint64_t n) {
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
 
+// Activation terms of n consecutive slots: w_imp * imp + (w_rec * rec +
+// bias) with rec = 2^(-(now - t) * inv_hl) (1 for t >= now). The age is
+// taken in f64, the power as e^(x ln 2) in f32 (Highway's Exp, 1 ulp).
+void ActivationExtras(const double* times, const float* imp, const float* bias, uint64_t n, double now, double inv_hl,
+                      float w_rec, float w_imp, float* out) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  HWY_ALIGN float x[hn::MaxLanes(DF())];
+  HWY_ALIGN float b[hn::MaxLanes(DF())];
+  HWY_ALIGN float im[hn::MaxLanes(DF())];
+  const VF ln2 = hn::Set(df, 0.693147180559945309f), wr = hn::Set(df, w_rec), wi = hn::Set(df, w_imp);
+  for (uint64_t i = 0; i < n; i += L) {
+    const size_t m = static_cast<size_t>(std::min<uint64_t>(L, n - i));
+    for (size_t j = 0; j < L; ++j) {
+      const double age = j < m ? now - times[i + j] : 0.0;
+      x[j] = age > 0.0 ? static_cast<float>(-age * inv_hl) : 0.0f;
+      b[j] = j < m && bias ? bias[i + j] : 0.0f;
+      im[j] = j < m ? imp[i + j] : 0.0f;
+    }
+    const VF rec = hn::Exp(df, hn::Mul(hn::Load(df, x), ln2));
+    const VF e = hn::MulAdd(wi, hn::Load(df, im), hn::MulAdd(wr, rec, hn::Load(df, b)));
+    if (m == L) {
+      hn::StoreU(e, df, out + i);
+    } else {
+      hn::Store(e, df, x);
+      std::memcpy(out + i, x, m * sizeof(float));
+    }
+  }
+}
+
 }  // namespace mnemo::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -375,6 +408,7 @@ HWY_AFTER_NAMESPACE();
 namespace mnemo::cpu::simd {
 
 HWY_EXPORT(ScoreRows);
+HWY_EXPORT(ActivationExtras);
 HWY_EXPORT(PairDot);
 HWY_EXPORT(PairL2sq);
 HWY_EXPORT(SumSq);
@@ -411,6 +445,11 @@ uint64_t first_non_finite(const void* data, DType t, uint64_t n) {
   return HWY_DYNAMIC_DISPATCH(FirstNonFinite)(data, t, n);
 }
 void stream_fence() { hwy::FlushStream(); }
+void activation_extras(const double* times, const float* imp, const float* bias, uint64_t n, double now, double inv_hl,
+                       float w_rec, float w_imp, float* out) {
+  HWY_DYNAMIC_DISPATCH(ActivationExtras)(times, imp, bias, n, now, inv_hl, w_rec, w_imp, out);
+}
+
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
 
 }  // namespace mnemo::cpu::simd

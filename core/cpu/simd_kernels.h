@@ -53,6 +53,12 @@ void lerp_f32(const float* a, const float* b, float w, float* out, uint64_t dim,
 // infinity) in data of type t (f32, f16, bf16, f64), or n when none is.
 uint64_t first_non_finite(const void* data, DType t, uint64_t n);
 
+// Activation terms of n consecutive slots (activation.h):
+// out[i] = w_imp * imp[i] + (w_rec * rec_i + bias[i]), rec_i =
+// 2^(-(now - times[i]) * inv_hl), 1 for times[i] >= now; bias may be null.
+void activation_extras(const double* times, const float* imp, const float* bias, uint64_t n, double now, double inv_hl,
+                       float w_rec, float w_imp, float* out);
+
 // The Highway target the kernels run on now (e.g. "AVX3").
 const char* target_name();
 
