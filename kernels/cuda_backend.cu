@@ -12,6 +12,14 @@ CudaBackend::CudaBackend(const BackendConfig& cfg, const std::string& device_nam
                  " SMs, " + std::to_string(memory >> 20) + " MiB)";
 }
 
+void CudaBackend::copy_to_host(void* dst, const void* src, uint64_t bytes, void* stream) {
+  // The pool's contexts do the same: calls may come from any host thread.
+  MNEMO_CUDA_CHECK(cudaSetDevice(cfg_.device_id));
+  const auto st = static_cast<cudaStream_t>(stream);
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
 bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {
   if (storage != DType::f16) return true;
   for (uint64_t i = 0; i < nq; ++i) {

@@ -45,6 +45,7 @@ class CudaBackend final : public Backend {
   void normalize_rows(const NormArgs& a) override;
   void layer_norm(const NormArgs& a) override;
   std::unique_ptr<StoreMirror> attach_store(const StoreView& view) override;
+  void copy_to_host(void* dst, const void* src, uint64_t bytes, void* stream) override;
 
   int sm_count() const { return sm_count_; }
 

@@ -44,7 +44,7 @@ ABI_CHECK(offsetof(mnemo_runtime_report, shards) == 424);
 ABI_CHECK(offsetof(mnemo_runtime_report, device_count) == 428);
 ABI_CHECK(offsetof(mnemo_runtime_report, devices) == 432);
 
-ABI_CHECK(sizeof(mnemo_search_options) == 40);
+ABI_CHECK(sizeof(mnemo_search_options) == 80);
 ABI_CHECK(offsetof(mnemo_search_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_search_options, filter_kind) == 4);
 ABI_CHECK(offsetof(mnemo_search_options, filter_ids) == 8);
@@ -52,6 +52,15 @@ ABI_CHECK(offsetof(mnemo_search_options, filter_bitmap) == 16);
 ABI_CHECK(offsetof(mnemo_search_options, filter_count) == 24);
 ABI_CHECK(offsetof(mnemo_search_options, apply_bias) == 32);
 ABI_CHECK(offsetof(mnemo_search_options, reserved0) == 36);
+/* Activation fields, appended after the first ABI's 40 bytes. */
+ABI_CHECK(offsetof(mnemo_search_options, activation) == 40);
+ABI_CHECK(offsetof(mnemo_search_options, normalize) == 44);
+ABI_CHECK(offsetof(mnemo_search_options, w_relevance) == 48);
+ABI_CHECK(offsetof(mnemo_search_options, w_recency) == 52);
+ABI_CHECK(offsetof(mnemo_search_options, w_importance) == 56);
+ABI_CHECK(offsetof(mnemo_search_options, touch) == 60);
+ABI_CHECK(offsetof(mnemo_search_options, half_life) == 64);
+ABI_CHECK(offsetof(mnemo_search_options, now) == 72);
 
 ABI_CHECK(sizeof(mnemo_durable_options) == 32);
 ABI_CHECK(offsetof(mnemo_durable_options, struct_size) == 0);

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ctypes
-from ctypes import (POINTER, Structure, c_char, c_char_p, c_float, c_int32,
-                    c_uint32, c_uint64, c_void_p)
+from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float,
+                    c_int32, c_uint32, c_uint64, c_void_p)
 
 c_status = c_int32
 
@@ -62,6 +62,15 @@ class SearchOptions(Structure):
         ("filter_count", c_uint64),
         ("apply_bias", c_uint32),
         ("reserved0", c_uint32),
+        # Activation ranking (ABI 1 grew the struct from 40 to 80 bytes).
+        ("activation", c_uint32),
+        ("normalize", c_uint32),
+        ("w_relevance", c_float),
+        ("w_recency", c_float),
+        ("w_importance", c_float),
+        ("touch", c_uint32),
+        ("half_life", c_double),
+        ("now", c_double),
     ]
 
 
@@ -142,6 +151,10 @@ PROTOTYPES = {
     "mnemo_store_slot_count": (c_status, [_H, POINTER(c_uint64)]),
     "mnemo_store_slot_of": (c_status, [_H, _U64, POINTER(c_uint64)]),
     "mnemo_store_set_bias": (c_status, [_H, _P, _P, _U64]),
+    "mnemo_store_add_memories": (c_status, [_H, _P, _P, _I32, _U64, _P, _P]),
+    "mnemo_store_set_times": (c_status, [_H, _P, _P, _U64]),
+    "mnemo_store_set_importance": (c_status, [_H, _P, _P, _U64]),
+    "mnemo_store_get_meta": (c_status, [_H, _P, _U64, _P, _P, _P]),
     "mnemo_search_options_default": (SearchOptions, []),
     "mnemo_store_search": (c_status, [_H, _P, _U64, _U64, POINTER(SearchOptions),
                                       _P, _P]),

@@ -6,6 +6,7 @@ any runtime object with .handle, ._stores and .active_backend()."""
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple, Union
@@ -15,8 +16,8 @@ import numpy as np
 from . import _cdefs
 from ._lib import check, lib
 from ._owned import OwnedHandle
-from .arrays import (INDICES, aligned_zeros, check_shape, check_u64, host_input,
-                     mnemo_dtype, output)
+from .arrays import (INDICES, aligned_empty, aligned_zeros, check_shape, check_u64,
+                     host_input, mnemo_dtype, output)
 from .arrays import ptr as host_ptr
 from .enums import DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoError, MnemoTypeError, MnemoValueError
@@ -34,6 +35,15 @@ PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 _DATA_DTYPES = (np.float32, np.float16, np.uint16)
 
+# The smallest magnitude that rounds to infinity in float32 (max + half an ulp).
+_F32_OVERFLOW = float(np.finfo(np.float32).max) * (1 + 2.0**-25)
+
+
+def _is_real(value: Any) -> bool:
+    """A Python or numpy real number (bool excluded: True is no weight)."""
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, (bool, np.bool_)))
+
 
 @dataclass(frozen=True)
 class StoreStats:
@@ -48,6 +58,66 @@ class StoreStats:
     journal_records: int
     journal_bytes: int
     sequence: int
+
+
+@dataclass(frozen=True)
+class Activation:
+    """How an activation search ranks memories (the activation fields of
+    struct mnemo_search_options): memory i scores
+
+        w_relevance * rel_i + w_recency * 2 ** (-(now - t_i) / half_life)
+            + w_importance * importance_i (+ bias_i with apply_bias)
+
+    rel_i being the cosine or dot score (the negated distance for l2sq,
+    whose returned score is then the negated activation, lower is better)
+    and t_i the memory's last-access time (a time after `now` counts as now).
+
+    Args:
+        w_relevance, w_recency, w_importance: finite weights (defaults 1, 0, 0).
+        half_life: seconds, > 0; math.inf for no decay (default one day).
+        normalize: min-max scale each of relevance, recency and importance
+            to [0, 1] over the query's candidates first (0.5 for all when
+            they are equal), as Generative Agents does.
+
+    Checked on construction: MnemoValueError (MNEMO_E_INVALID_ARGUMENT).
+    """
+
+    w_relevance: float = 1.0
+    w_recency: float = 0.0
+    w_importance: float = 0.0
+    half_life: float = 86400.0
+    normalize: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("w_relevance", "w_recency", "w_importance", "half_life"):
+            value = getattr(self, name)
+            if not _is_real(value):
+                raise MnemoTypeError(Status.E_DTYPE,
+                                     f"{name} must be a real number, not {value!r}")
+            # Stored as float so that equal settings compare and hash equal.
+            object.__setattr__(self, name, float(value))
+        for name in ("w_relevance", "w_recency", "w_importance"):
+            # The weights travel as float32: past its range they would be infinite.
+            if not abs(getattr(self, name)) < _F32_OVERFLOW:
+                raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"{name} must be finite in "
+                                      f"float32, not {getattr(self, name)}")
+        if not self.half_life > 0:  # NaN fails too
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                  f"half_life must be > 0 seconds (math.inf: no decay), "
+                                  f"not {self.half_life}")
+        if not isinstance(self.normalize, (bool, np.bool_)):
+            raise MnemoTypeError(Status.E_DTYPE,
+                                 f"normalize must be a bool, not {self.normalize!r}")
+        object.__setattr__(self, "normalize", bool(self.normalize))
+
+
+class MemoryMeta(NamedTuple):
+    """mnemo_store_get_meta: per-id last-access times (float64 seconds),
+    importance and bias (float32), each a numpy array in the order asked."""
+
+    times: np.ndarray
+    importance: np.ndarray
+    biases: np.ndarray
 
 
 class StoreShape(NamedTuple):
@@ -76,6 +146,37 @@ def _c_path(path: PathLike, name: str = "path") -> bytes:
     if b"\0" in raw:
         raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"{name} {path!r} contains a NUL byte")
     return raw
+
+
+def _set_activation(opts: Any, activation: Union[Activation, bool, None],
+                    now: Optional[float], touch: bool) -> None:
+    """Fills the activation fields of a mnemo_search_options."""
+    if activation is True:
+        activation = Activation()
+    if activation is None or activation is False:
+        # The library would ignore `now` and refuse touch: both are mistakes.
+        if now is not None or touch:
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT, "now and touch need activation "
+                                  "(activation=mnemo.Activation(...))")
+        return
+    if not isinstance(activation, Activation):
+        raise MnemoTypeError(Status.E_DTYPE, "activation must be a mnemo.Activation, True or "
+                                             f"None, not {type(activation).__name__}")
+    opts.activation = 1
+    opts.normalize = 1 if activation.normalize else 0
+    opts.w_relevance = activation.w_relevance
+    opts.w_recency = activation.w_recency
+    opts.w_importance = activation.w_importance
+    opts.half_life = activation.half_life
+    opts.touch = 1 if touch else 0
+    if now is None:
+        opts.now = math.nan  # the library reads the clock at the call
+        return
+    if not _is_real(now):
+        raise MnemoTypeError(Status.E_DTYPE, f"now must be seconds as a real number, not {now!r}")
+    if not math.isfinite(now):
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"now must be finite, not {now}")
+    opts.now = float(now)
 
 
 def bitmap_from_mask(mask: Any) -> np.ndarray:
@@ -136,8 +237,9 @@ class Store(OwnedHandle):
                      sync: str = "each_write",
                      journal_path: Optional[PathLike] = None) -> "Store":
         """Opens, or with dim > 0 creates, the durable store whose snapshot is
-        at `path` (mnemo_store_open_durable): every add, remove and set_bias
-        is journaled before it returns, and replayed on the next open.
+        at `path` (mnemo_store_open_durable): every add, remove, set_bias,
+        set_times, set_importance and touching search is journaled before it
+        returns, and replayed on the next open.
 
         Args:
             dim: 0 (default): the store must exist; else the shape of a new
@@ -277,7 +379,8 @@ class Store(OwnedHandle):
         return Placement(self._runtime, ids, (), copy, host=True).input(
             ids, "ids", [np.uint64], ndim=1, kind=INDICES)
 
-    def add(self, ids: Any, vectors: Any, *, copy: Optional[bool] = None) -> None:
+    def add(self, ids: Any, vectors: Any, *, times: Any = None, importance: Any = None,
+            copy: Optional[bool] = None) -> None:
         """Adds or replaces (upsert) vectors.
 
         Args:
@@ -286,11 +389,16 @@ class Store(OwnedHandle):
             vectors: [count, dim] (or [dim] for one id) of float32 or of the
                 store's own dtype (float16, or uint16 bf16 bits), passed as
                 they are; other real dtypes are converted to float32.
+            times: last-access times, float64 seconds [count] (or a number
+                for one id), e.g. time.time(); None keeps an upserted
+                memory's time and gives a new memory 0.
+            importance: float32 [count] (or a number), same rules.
             copy: False refuses arguments that would need a conversion.
 
         Every check runs before the library is called: a refused argument
         writes nothing. CUDA tensors are copied to the host (the library
-        takes host vectors for writes).
+        takes host vectors for writes). A NaN or infinite time or importance
+        raises MnemoError(MNEMO_E_NON_FINITE) and adds nothing.
         """
         i = self._ids(ids, copy)
         # float32, or the store's own dtype (taken as is): anything else,
@@ -302,8 +410,25 @@ class Store(OwnedHandle):
         if v.ndim == 1:
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
-        check(lib.mnemo_store_add(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
-                                  i.shape[0]))
+        if times is None and importance is None:
+            check(lib.mnemo_store_add(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
+                                      i.shape[0]))
+            return
+        t = None if times is None else self._per_id(i, times, "times", np.float64, copy)
+        m = None if importance is None else self._per_id(i, importance, "importance",
+                                                          np.float32, copy)
+        check(lib.mnemo_store_add_memories(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
+                                           i.shape[0], host_ptr(t), host_ptr(m)))
+
+    def _per_id(self, ids: np.ndarray, values: Any, name: str, dtype: Any,
+                copy: Optional[bool] = None) -> np.ndarray:
+        """A host array of one value per id ([count]; a number for one id)."""
+        if _is_real(values):
+            values = [values]
+        out = Placement(self._runtime, values, (), copy, host=True).input(
+            values, name, [dtype], ndim=1)
+        check_shape(out, name, ids.shape)
+        return out
 
     def remove(self, ids: Any) -> int:
         """Removes ids (absent ones are ignored); returns how many were present."""
@@ -323,6 +448,22 @@ class Store(OwnedHandle):
         check_shape(b, "biases", i.shape)
         check(lib.mnemo_store_set_bias(self.handle, host_ptr(i), host_ptr(b), i.shape[0]))
 
+    def set_times(self, ids: Any, times: Any) -> None:
+        """Sets the last-access time of each id (float64 seconds [count], or
+        a number for one id). An absent id raises MnemoError
+        (MNEMO_E_NOT_FOUND), a NaN or infinite time MNEMO_E_NON_FINITE, and
+        then no time changes. A repeated id takes its last entry."""
+        i = self._ids(ids)
+        t = self._per_id(i, times, "times", np.float64)
+        check(lib.mnemo_store_set_times(self.handle, host_ptr(i), host_ptr(t), i.shape[0]))
+
+    def set_importance(self, ids: Any, importance: Any) -> None:
+        """Sets the importance of each id (float32 [count], or a number for
+        one id); errors as for set_times."""
+        i = self._ids(ids)
+        m = self._per_id(i, importance, "importance", np.float32)
+        check(lib.mnemo_store_set_importance(self.handle, host_ptr(i), host_ptr(m), i.shape[0]))
+
     # Reads.
 
     def get(self, id: int, *, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -332,9 +473,23 @@ class Store(OwnedHandle):
         check(lib.mnemo_store_get(self.handle, check_u64(id, "id"), host_ptr(res)))
         return res
 
+    def get_meta(self, ids: Any) -> MemoryMeta:
+        """(times float64, importance float32, biases float32), one entry per
+        id in the order given (arrays of length 1 for one id). An absent id
+        raises MnemoError(MNEMO_E_NOT_FOUND)."""
+        i = self._ids(ids)
+        n = i.shape[0]
+        meta = MemoryMeta(aligned_empty(n, np.float64), aligned_empty(n, np.float32),
+                          aligned_empty(n, np.float32))
+        check(lib.mnemo_store_get_meta(self.handle, host_ptr(i), n, host_ptr(meta.times),
+                                       host_ptr(meta.importance), host_ptr(meta.biases)))
+        return meta
+
     def search(self, queries: Any, k: int, *,
                filter_ids: Any = None, filter_bitmap: Any = None,
                filter_count: Optional[int] = None, apply_bias: bool = False,
+               activation: Union[Activation, bool, None] = None,
+               now: Optional[float] = None, touch: bool = False,
                out_ids: Any = None, out_scores: Any = None,
                copy: Optional[bool] = None) -> Tuple[Any, Any]:
         """k best stored vectors per query (mnemo_store_search; for CUDA
@@ -354,6 +509,14 @@ class Store(OwnedHandle):
                 slot_count() (the library requires that value).
             apply_bias: rank by score + bias (cosine, dot) or distance - bias
                 (l2sq); returned scores include the bias.
+            activation: an Activation: rank by relevance, recency and
+                importance (see Activation); True for Activation().
+                None or False: plain similarity.
+            now: the present, in seconds on the clock of the stored times;
+                None: the current UNIX time of the call. Needs activation.
+            touch: the returned memories' last-access times become `now`
+                (atomically with the search, which then runs exclusively;
+                journaled in a durable store). Needs activation.
             copy: False refuses queries that would need a conversion.
 
         Returns:
@@ -364,6 +527,7 @@ class Store(OwnedHandle):
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.apply_bias = 1 if apply_bias else 0
+        _set_activation(opts, activation, now, touch)
         keep = None  # the filter array must stay alive through the call
         if filter_ids is not None and filter_bitmap is not None:
             raise MnemoValueError(Status.E_INVALID_ARGUMENT,

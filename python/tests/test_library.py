@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import mnemo
-from mnemo import _lib
+from mnemo import _cdefs, _lib
 
 PYTHON_DIR = str(Path(__file__).resolve().parents[1])
+HEADER = Path(__file__).resolve().parents[2] / "cabi" / "include" / "mnemo.h"
 
 
 def test_loaded_from_env() -> None:
@@ -103,3 +104,85 @@ def test_alloc_is_aligned() -> None:
         _lib.lib.mnemo_free(ptr)
     assert _lib.lib.mnemo_alloc(0, ctypes.byref(ptr)) == mnemo.Status.E_INVALID_ARGUMENT
     _lib.lib.mnemo_free(None)
+
+
+# C scalar types of mnemo.h and the ctypes type each must be mirrored by.
+_C_SCALARS = {"uint32_t": ctypes.c_uint32, "int32_t": ctypes.c_int32, "uint64_t": ctypes.c_uint64,
+              "float": ctypes.c_float, "double": ctypes.c_double, "mnemo_status": ctypes.c_int32,
+              "char": ctypes.c_char}
+_C_STRUCTS = {"mnemo_runtime_options": _cdefs.RuntimeOptions,
+              "mnemo_runtime_report": _cdefs.RuntimeReport,
+              "mnemo_search_options": _cdefs.SearchOptions,
+              "mnemo_durable_options": _cdefs.DurableOptions,
+              "mnemo_store_statistics": _cdefs.StoreStatistics,
+              "mnemo_resample_options": _cdefs.ResampleOptions}
+
+
+def _header_text() -> str:
+    if not HEADER.is_file():
+        pytest.skip(f"{HEADER} is not here (tests run away from the source tree)")
+    text = re.sub(r"/\*.*?\*/", " ", HEADER.read_text(), flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def _ctype_of(decl: str, text: str) -> type:
+    """The ctypes type a C declaration (type and name, comments stripped)
+    needs: any pointer as pointer-sized, arrays with their length."""
+    decl = " ".join(decl.replace("const ", " ").split())
+    m = re.fullmatch(r"(\w+)\s*(\**)\s*(\w*)\s*(?:\[(\w+)\])?", decl)
+    assert m, f"cannot read the declaration {decl!r}"
+    base, star, _, length = m.groups()
+    if star:
+        return ctypes.c_void_p
+    t = _C_SCALARS.get(base) or _C_STRUCTS.get(base)
+    assert t is not None, f"unknown C type {base!r}"
+    if length:
+        n = int(length) if length.isdigit() else int(
+            re.search(rf"#define {length} (\d+)", text).group(1))
+        return t * n
+    return t
+
+
+def _same_layout(mirror: type, c: type) -> bool:
+    if c is ctypes.c_void_p:  # a pointer: any pointer mirror will do
+        return mirror in (ctypes.c_void_p, ctypes.c_char_p) or issubclass(mirror, ctypes._Pointer)
+    if hasattr(c, "_length_"):
+        return getattr(mirror, "_length_", None) == c._length_ and mirror._type_ is c._type_
+    return mirror is c
+
+
+def test_struct_mirrors_match_the_header() -> None:
+    """Every struct of mnemo.h has its ctypes mirror with the same fields in
+    the same order and of the same C types (so offsets agree too)."""
+    text = _header_text()
+    structs = dict((name, body) for name, body in re.findall(
+        r"typedef struct (mnemo_\w+) \{(.*?)\} \1;", text, flags=re.S))
+    assert set(structs) == set(_C_STRUCTS), "a struct of mnemo.h has no mirror in _cdefs"
+    for name, body in structs.items():
+        mirror = _C_STRUCTS[name]
+        fields = [f.strip() for f in body.split(";") if f.strip()]
+        got = [(n, t) for n, t in mirror._fields_]
+        assert [n for n, _ in got] == [re.search(r"(\w+)\s*(?:\[\w+\])?$", f).group(1)
+                                       for f in fields], name
+        for (field, mirrored), decl in zip(got, fields):
+            assert _same_layout(mirrored, _ctype_of(decl, text)), f"{name}.{field}: {decl}"
+
+
+def test_prototypes_match_the_header() -> None:
+    """Every function of mnemo.h is declared in _cdefs.PROTOTYPES with the
+    same number of parameters, each of the header's type."""
+    text = _header_text()
+    found = re.findall(r"MNEMO_API\s+([\w\s\*]+?)\s*\b(mnemo_\w+)\s*\(([^)]*)\)\s*;", text)
+    assert len(found) > 40
+    assert {n for _, n, _ in found} == set(_cdefs.PROTOTYPES)
+    for ret, name, params in found:
+        restype, argtypes = _cdefs.PROTOTYPES[name]
+        params = " ".join(params.split())
+        decls = [] if params == "void" else [p.strip() for p in params.split(",")]
+        assert len(decls) == len(argtypes), name
+        for i, (decl, mirrored) in enumerate(zip(decls, argtypes)):
+            assert _same_layout(mirrored, _ctype_of(decl, text)), f"{name} parameter {i}: {decl}"
+        if ret.strip() == "void":
+            assert restype is None, name
+        else:
+            assert _same_layout(restype, _ctype_of(ret + " r", text)), f"{name} returns {ret}"

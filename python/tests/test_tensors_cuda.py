@@ -147,6 +147,23 @@ def test_search_on_device(cuda_rt, fw, spy, rng, storage) -> None:
     assert np.array_equal(fw.host(one_ids).view(np.uint64), want_ids[2])
 
 
+@pytest.mark.parametrize("normalize", [False, True])
+def test_activation_search_on_device(cuda_rt, fw, spy, rng, normalize) -> None:
+    n, dim, k = 2000, 64, 9
+    store = mnemo.Store(cuda_rt, dim, "f16", "dot")
+    store.add(np.arange(n) * 5, ref.randn(rng, (n, dim)), times=1e9 - rng.uniform(0, 1e6, n),
+              importance=rng.uniform(0, 3, n))
+    act = mnemo.Activation(w_recency=1.5, w_importance=0.1, half_life=3e5, normalize=normalize)
+    q = ref.randn(rng, (4, dim))
+    want_ids, want_scores = store.search(q, k, activation=act, now=1e9)
+    ids, scores = store.search(fw.dev(q), k, activation=act, now=1e9, touch=True)
+    fw.sync()
+    assert spy.calls["mnemo_store_search_device"][-1][4]._obj.activation == 1
+    host_equal(fw, ids, want_ids.view(np.int64) if fw.name == "torch" else want_ids, exact=True)
+    host_equal(fw, scores, want_scores)
+    assert np.all(store.get_meta(np.unique(want_ids)).times == 1e9)
+
+
 @pytest.mark.parametrize("storage", ["f32", "f16", "bf16"])
 def test_similarity_on_device(cuda_rt, fw, spy, rng, storage) -> None:
     q = ref.randn(rng, (3, 37))

@@ -174,6 +174,23 @@ def test_search_on_device_and_one_query(dev, cpu_rt, rng) -> None:
     assert store.count() == 31
 
 
+def test_activation_options_reach_the_device_search(dev, cpu_rt, rng) -> None:
+    store = mnemo.Store(dev.rt, 6)
+    store.add(np.arange(40), ref.randn(rng, (40, 6)), times=rng.uniform(0, 1e4, 40),
+              importance=rng.uniform(0, 1, 40))
+    q = ref.randn(rng, (3, 6))
+    act = mnemo.Activation(w_relevance=0.5, w_recency=2.0, w_importance=0.25, half_life=900.0,
+                           normalize=True)
+    want_ids, want_scores = store.search(q, 7, activation=act, now=1e4)
+    ids, scores = store.search(FakeArray(q), 7, activation=act, now=1e4, touch=True)
+    opts = dev.lib.calls["mnemo_store_search_device"][-1][4]._obj
+    assert (opts.activation, opts.normalize, opts.touch) == (1, 1, 1)
+    assert (opts.w_relevance, opts.w_recency, opts.w_importance) == (0.5, 2.0, 0.25)
+    assert (opts.half_life, opts.now) == (900.0, 1e4)
+    assert np.array_equal(ids.a, want_ids) and np.array_equal(scores.a, want_scores)
+    assert np.all(store.get_meta(np.unique(want_ids)).times == 1e4)  # touched
+
+
 def test_device_conversions_in_the_framework(dev, cpu_rt, rng) -> None:
     x64 = rng.standard_normal((5, 9))
     with pytest.raises(TypeError, match="x has dtype float64.*copy=False"):

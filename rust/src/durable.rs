@@ -92,7 +92,8 @@ pub struct StoreStats {
 
 impl<T: Storage> Store<T> {
     /// Opens, or creates (see [`DurableOptions::create`]), the durable store
-    /// whose snapshot is at `path`: every add, remove and set_bias is
+    /// whose snapshot is at `path`: every write (add, remove, set_bias,
+    /// set_times, set_importance, the times a touching search sets) is
     /// appended to the journal before it returns and replayed by the next
     /// open. Its dtype must be `T` (else [`Status::Dtype`]). A damaged
     /// snapshot or journal is [`Status::Corrupt`]; no store without

@@ -6,7 +6,9 @@
 //!   operations: [`Runtime::similarity`], [`Runtime::score_pairs`],
 //!   [`Runtime::resample`], [`Runtime::normalize_rows`],
 //!   [`Runtime::layer_norm`].
-//! * [`Store`] holds vectors under `u64` ids and answers [`Store::search`].
+//! * [`Store`] holds vectors under `u64` ids and answers [`Store::search`];
+//!   each memory also carries a last-access time and an importance, which
+//!   [`Activation`] ranking weighs with the similarity.
 //! * [`topk_merge`] merges search results of several parts (shards, hosts)
 //!   the way sharded stores do.
 //! * Every buffer handed to the library must be 16-byte aligned; allocate
@@ -75,4 +77,4 @@ pub use merge::topk_merge;
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeInfo};
-pub use store::{Filter, Hit, SearchOptions, Store, NO_ID};
+pub use store::{Activation, Filter, Hit, MemoryMeta, SearchOptions, Store, NO_ID};

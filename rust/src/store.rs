@@ -67,12 +67,122 @@ pub enum Filter<'a> {
     },
 }
 
+/// How an activation search ranks memories: memory `i` scores
+///
+/// ```text
+/// w_relevance * rel_i + w_recency * 2^(-(now - t_i) / half_life) + w_importance * imp_i
+/// ```
+///
+/// (plus its bias with [`SearchOptions::apply_bias`]), where `rel_i` is the
+/// cosine or dot score, `t_i` the memory's last-access time (a time after
+/// `now` counts as now) and `imp_i` its importance. For [`Metric::L2Sq`]
+/// `rel_i` is the negated distance and the returned score is the negated
+/// activation, so lower stays better. The library checks the values: a
+/// weight that is not finite or a `half_life` not `> 0` is
+/// [`Status::InvalidArgument`].
+///
+/// ```
+/// use mnemo::Activation;
+/// // Generative Agents: decay 0.995 per hour, every term min-max scaled.
+/// let a = Activation::new()
+///     .w_recency(1.0)
+///     .w_importance(1.0)
+///     .half_life(3600.0 * std::f64::consts::LN_2 / -(0.995f64.ln()))
+///     .normalize(true);
+/// assert_eq!(a.w_relevance, 1.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Activation {
+    /// Weight of the similarity (default 1).
+    pub w_relevance: f32,
+    /// Weight of the recency `2^(-(now - t) / half_life)` (default 0).
+    pub w_recency: f32,
+    /// Weight of the importance (default 0).
+    pub w_importance: f32,
+    /// Seconds after which recency halves; `> 0`, may be `f64::INFINITY`
+    /// (no decay). Default one day.
+    pub half_life: f64,
+    /// Min-max scale each of relevance, recency and importance to `[0, 1]`
+    /// over the query's candidates first (0.5 for all when they are equal).
+    pub normalize: bool,
+}
+
+impl Default for Activation {
+    fn default() -> Self {
+        Activation {
+            w_relevance: 1.0,
+            w_recency: 0.0,
+            w_importance: 0.0,
+            half_life: 86400.0,
+            normalize: false,
+        }
+    }
+}
+
+impl Activation {
+    /// Relevance alone (weights 1, 0, 0), a half-life of one day, no
+    /// normalisation.
+    ///
+    /// ```
+    /// let a = mnemo::Activation::new();
+    /// assert_eq!((a.w_recency, a.half_life, a.normalize), (0.0, 86400.0, false));
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the weight of the similarity.
+    pub fn w_relevance(mut self, w: f32) -> Self {
+        self.w_relevance = w;
+        self
+    }
+
+    /// Sets the weight of the recency.
+    pub fn w_recency(mut self, w: f32) -> Self {
+        self.w_recency = w;
+        self
+    }
+
+    /// Sets the weight of the importance.
+    pub fn w_importance(mut self, w: f32) -> Self {
+        self.w_importance = w;
+        self
+    }
+
+    /// Sets the half-life in seconds.
+    pub fn half_life(mut self, seconds: f64) -> Self {
+        self.half_life = seconds;
+        self
+    }
+
+    /// Sets whether the terms are min-max scaled over the candidates.
+    pub fn normalize(mut self, normalize: bool) -> Self {
+        self.normalize = normalize;
+        self
+    }
+}
+
+/// What [`Store::get_meta`] returns: one entry per id asked for, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryMeta {
+    /// Last-access times (seconds; 0 when never given).
+    pub times: AlignedVec<f64>,
+    /// Importances (0 when never given).
+    pub importance: AlignedVec<f32>,
+    /// Additive biases (see [`Store::set_bias`]).
+    pub biases: AlignedVec<f32>,
+}
+
 /// Options of [`Store::search_with`].
 ///
 /// ```
-/// use mnemo::{Filter, SearchOptions};
+/// use mnemo::{Activation, Filter, SearchOptions};
 /// let ids = mnemo::AlignedVec::from_slice(&[3u64]);
 /// let opts = SearchOptions::new().filter(Filter::Ids(&ids)).apply_bias(true);
+/// let recent = SearchOptions::new()
+///     .activation(Activation::new().w_recency(1.0).half_life(3600.0))
+///     .now(1.7e9)
+///     .touch(true);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SearchOptions<'a> {
@@ -81,6 +191,16 @@ pub struct SearchOptions<'a> {
     /// Rank by score + bias (cosine, dot) or distance - bias (L2), so a
     /// positive bias favours a memory; returned scores include it.
     pub apply_bias: bool,
+    /// `Some`: rank by activation (relevance, recency, importance) instead
+    /// of similarity alone.
+    pub activation: Option<Activation>,
+    /// The present, in seconds on the clock of the stored times; `None`: the
+    /// UNIX time of the call. Needs `activation`.
+    pub now: Option<f64>,
+    /// Set the returned memories' last-access times to `now`, atomically
+    /// with the search (which then runs exclusively, like a write; journaled
+    /// in a durable store). Needs `activation`.
+    pub touch: bool,
 }
 
 impl<'a> SearchOptions<'a> {
@@ -116,12 +236,65 @@ impl<'a> SearchOptions<'a> {
         self
     }
 
+    /// Ranks by activation.
+    ///
+    /// ```
+    /// let opts = mnemo::SearchOptions::new().activation(mnemo::Activation::new().w_recency(0.5));
+    /// assert_eq!(opts.activation.unwrap().w_recency, 0.5);
+    /// ```
+    pub fn activation(mut self, activation: Activation) -> Self {
+        self.activation = Some(activation);
+        self
+    }
+
+    /// Sets the present (seconds); without it the library reads the clock.
+    ///
+    /// ```
+    /// let opts = mnemo::SearchOptions::new().activation(mnemo::Activation::new()).now(1.7e9);
+    /// assert_eq!(opts.now, Some(1.7e9));
+    /// ```
+    pub fn now(mut self, now: f64) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// Sets whether the search touches what it returns.
+    ///
+    /// ```
+    /// let opts = mnemo::SearchOptions::new().activation(mnemo::Activation::new()).touch(true);
+    /// assert!(opts.touch);
+    /// ```
+    pub fn touch(mut self, touch: bool) -> Self {
+        self.touch = touch;
+        self
+    }
+
     /// The C struct, after the checks that keep the library inside the
     /// caller's slices.
     fn to_raw(self) -> Result<sys::mnemo_search_options> {
         // SAFETY: plain function returning a struct by value.
         let mut raw = unsafe { sys::mnemo_search_options_default() };
         raw.apply_bias = self.apply_bias as u32;
+        match self.activation {
+            Some(a) => {
+                raw.activation = 1;
+                raw.normalize = a.normalize as u32;
+                raw.w_relevance = a.w_relevance;
+                raw.w_recency = a.w_recency;
+                raw.w_importance = a.w_importance;
+                raw.half_life = a.half_life;
+                raw.touch = self.touch as u32;
+                // NaN asks the library for the current time.
+                raw.now = self.now.unwrap_or(f64::NAN);
+            }
+            // The library would ignore `now` and refuse touch: both are mistakes.
+            None if self.now.is_some() || self.touch => {
+                return Err(Error::invalid(
+                    "search options: now and touch need an activation",
+                ));
+            }
+            None => {}
+        }
         match self.filter {
             Filter::None => raw.filter_kind = sys::MNEMO_FILTER_NONE as i32,
             Filter::Ids(ids) => {
@@ -396,6 +569,172 @@ impl<T: Storage> Store<T> {
                 ids.len() as u64,
             )
         })
+    }
+
+    /// Like [`Store::add`], also setting last-access times (seconds, any
+    /// clock the caller keeps, typically UNIX time) and/or importances, one
+    /// per id. A `Some` slice sets the value of every listed memory; `None`
+    /// keeps an upserted memory's value and gives a new one 0. A NaN or
+    /// infinite time or importance is [`Status::NonFinite`] and adds nothing.
+    ///
+    /// ```
+    /// use mnemo::{AlignedVec, Metric, Runtime, Store};
+    /// let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 2, Metric::Cosine)?;
+    /// let ids = AlignedVec::from_slice(&[1u64, 2]);
+    /// let times = AlignedVec::from_slice(&[1.7e9, 1.7e9 - 3600.0]);
+    /// store.add_memories(&ids, &AlignedVec::from_slice(&[1.0, 0.0, 0.0, 1.0]), Some(&times), None)?;
+    /// assert_eq!(store.get_meta(&ids)?.times.as_slice(), times.as_slice());
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn add_memories(
+        &self,
+        ids: &[u64],
+        vectors: &[f32],
+        times: Option<&[f64]>,
+        importance: Option<&[f32]>,
+    ) -> Result<()> {
+        self.add_memories_typed(ids, vectors, times, importance)
+    }
+
+    /// Like [`Store::add_memories`], with vectors already in the store's
+    /// element type.
+    ///
+    /// ```
+    /// use mnemo::{AlignedVec, F16, Metric, Runtime, Store};
+    /// let store = Store::<F16>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+    /// let ids = AlignedVec::from_slice(&[3u64]);
+    /// let v = AlignedVec::from_slice(&[F16::from_f32(0.5)]);
+    /// store.add_memories_native(&ids, &v, None, Some(&AlignedVec::from_slice(&[2.5f32])))?;
+    /// assert_eq!(store.get_meta(&ids)?.importance[0], 2.5);
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn add_memories_native(
+        &self,
+        ids: &[u64],
+        vectors: &[T],
+        times: Option<&[f64]>,
+        importance: Option<&[f32]>,
+    ) -> Result<()> {
+        self.add_memories_typed(ids, vectors, times, importance)
+    }
+
+    fn add_memories_typed<V: Storage>(
+        &self,
+        ids: &[u64],
+        vectors: &[V],
+        times: Option<&[f64]>,
+        importance: Option<&[f32]>,
+    ) -> Result<()> {
+        expect_len(
+            vectors.len(),
+            product(ids.len(), self.dim, "vectors")?,
+            "vectors",
+        )?;
+        let ids_ptr = in_ptr(ids, "ids")?;
+        let vec_ptr = in_ptr(vectors, "vectors")?;
+        let times_ptr = match times {
+            Some(t) => {
+                expect_len(t.len(), ids.len(), "times")?;
+                in_ptr(t, "times")?
+            }
+            None => std::ptr::null(),
+        };
+        let imp_ptr = match importance {
+            Some(m) => {
+                expect_len(m.len(), ids.len(), "importance")?;
+                in_ptr(m, "importance")?
+            }
+            None => std::ptr::null(),
+        };
+        // SAFETY: live store; ids has count entries, vectors count * dim
+        // elements of V::DTYPE, times and importance count entries or are
+        // NULL (allowed by the header); all checked and aligned above.
+        check(unsafe {
+            sys::mnemo_store_add_memories(
+                self.raw(),
+                ids_ptr,
+                vec_ptr.cast(),
+                V::DTYPE.code(),
+                ids.len() as u64,
+                times_ptr,
+                imp_ptr,
+            )
+        })
+    }
+
+    /// Sets the last-access time (seconds) of each id; a repeated id takes
+    /// its last entry. An absent id ([`Status::NotFound`]) or a NaN or
+    /// infinite time ([`Status::NonFinite`]) changes nothing.
+    ///
+    /// ```
+    /// # use mnemo::{AlignedVec, Metric, Runtime, Store};
+    /// # let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+    /// let ids = AlignedVec::from_slice(&[1u64]);
+    /// store.add(&ids, &AlignedVec::from_slice(&[1.0]))?;
+    /// store.set_times(&ids, &AlignedVec::from_slice(&[12.5]))?;
+    /// assert_eq!(store.get_meta(&ids)?.times[0], 12.5);
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn set_times(&self, ids: &[u64], times: &[f64]) -> Result<()> {
+        expect_len(times.len(), ids.len(), "times")?;
+        let ids_ptr = in_ptr(ids, "ids")?;
+        let times_ptr = in_ptr(times, "times")?;
+        // SAFETY: live store; both arrays aligned with ids.len() entries.
+        check(unsafe {
+            sys::mnemo_store_set_times(self.raw(), ids_ptr, times_ptr, ids.len() as u64)
+        })
+    }
+
+    /// Sets the importance of each id; errors as for [`Store::set_times`].
+    ///
+    /// ```
+    /// # use mnemo::{AlignedVec, Metric, Runtime, Store};
+    /// # let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+    /// let ids = AlignedVec::from_slice(&[1u64]);
+    /// store.add(&ids, &AlignedVec::from_slice(&[1.0]))?;
+    /// store.set_importance(&ids, &AlignedVec::from_slice(&[0.75]))?;
+    /// assert_eq!(store.get_meta(&ids)?.importance[0], 0.75);
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn set_importance(&self, ids: &[u64], importance: &[f32]) -> Result<()> {
+        expect_len(importance.len(), ids.len(), "importance")?;
+        let ids_ptr = in_ptr(ids, "ids")?;
+        let imp_ptr = in_ptr(importance, "importance")?;
+        // SAFETY: live store; both arrays aligned with ids.len() entries.
+        check(unsafe {
+            sys::mnemo_store_set_importance(self.raw(), ids_ptr, imp_ptr, ids.len() as u64)
+        })
+    }
+
+    /// The last-access times, importances and biases of the ids, in order
+    /// ([`Status::NotFound`] if one is absent).
+    ///
+    /// ```
+    /// # use mnemo::{AlignedVec, Metric, Runtime, Store};
+    /// # let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+    /// let ids = AlignedVec::from_slice(&[4u64]);
+    /// store.add(&ids, &AlignedVec::from_slice(&[1.0]))?;
+    /// let meta = store.get_meta(&ids)?;
+    /// assert_eq!((meta.times[0], meta.importance[0], meta.biases[0]), (0.0, 0.0, 0.0));
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn get_meta(&self, ids: &[u64]) -> Result<MemoryMeta> {
+        let n = ids.len();
+        let mut meta = MemoryMeta {
+            times: AlignedVec::from_elem(0.0f64, n),
+            importance: AlignedVec::from_elem(0.0f32, n),
+            biases: AlignedVec::from_elem(0.0f32, n),
+        };
+        let ids_ptr = in_ptr(ids, "ids")?;
+        let times_ptr = out_ptr(&mut meta.times, "times")?;
+        let imp_ptr = out_ptr(&mut meta.importance, "importance")?;
+        let bias_ptr = out_ptr(&mut meta.biases, "biases")?;
+        // SAFETY: live store; ids and the three outputs hold n aligned
+        // entries each.
+        check(unsafe {
+            sys::mnemo_store_get_meta(self.raw(), ids_ptr, n as u64, times_ptr, imp_ptr, bias_ptr)
+        })?;
+        Ok(meta)
     }
 
     /// Removes the ids that are present; returns how many were.

@@ -4,7 +4,7 @@
 pub const MNEMO_NO_ID: u64 = u64::MAX;
 
 pub const MNEMO_VERSION_MAJOR: u32 = 0;
-pub const MNEMO_VERSION_MINOR: u32 = 1;
+pub const MNEMO_VERSION_MINOR: u32 = 2;
 pub const MNEMO_VERSION_PATCH: u32 = 0;
 pub const MNEMO_ABI_VERSION: u32 = 1;
 pub const MNEMO_ALIGNMENT: u32 = 16;
@@ -650,6 +650,43 @@ extern "C" {
         count: u64,
     ) -> mnemo_status;
 }
+extern "C" {
+    pub fn mnemo_store_add_memories(
+        store: *mut mnemo_store,
+        ids: *const u64,
+        vectors: *const ::std::os::raw::c_void,
+        vectors_dtype: i32,
+        count: u64,
+        times: *const f64,
+        importance: *const f32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_set_times(
+        store: *mut mnemo_store,
+        ids: *const u64,
+        times: *const f64,
+        count: u64,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_set_importance(
+        store: *mut mnemo_store,
+        ids: *const u64,
+        importance: *const f32,
+        count: u64,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_get_meta(
+        store: *const mnemo_store,
+        ids: *const u64,
+        count: u64,
+        times: *mut f64,
+        importance: *mut f32,
+        biases: *mut f32,
+    ) -> mnemo_status;
+}
 pub const MNEMO_FILTER_NONE: mnemo_filter_kind = 0;
 pub const MNEMO_FILTER_IDS: mnemo_filter_kind = 1;
 pub const MNEMO_FILTER_SLOT_BITMAP: mnemo_filter_kind = 2;
@@ -664,12 +701,20 @@ pub struct mnemo_search_options {
     pub filter_count: u64,
     pub apply_bias: u32,
     pub reserved0: u32,
+    pub activation: u32,
+    pub normalize: u32,
+    pub w_relevance: f32,
+    pub w_recency: f32,
+    pub w_importance: f32,
+    pub touch: u32,
+    pub half_life: f64,
+    pub now: f64,
 }
 #[test]
 fn bindgen_test_layout_mnemo_search_options() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_search_options>(),
-        40usize,
+        80usize,
         concat!("Size of: ", stringify!(mnemo_search_options))
     );
     assert_eq!(
@@ -796,6 +841,142 @@ fn bindgen_test_layout_mnemo_search_options() {
         );
     }
     test_field_reserved0();
+    fn test_field_activation() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).activation) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(activation)
+            )
+        );
+    }
+    test_field_activation();
+    fn test_field_normalize() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).normalize) as usize - ptr as usize
+            },
+            44usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(normalize)
+            )
+        );
+    }
+    test_field_normalize();
+    fn test_field_w_relevance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).w_relevance) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(w_relevance)
+            )
+        );
+    }
+    test_field_w_relevance();
+    fn test_field_w_recency() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).w_recency) as usize - ptr as usize
+            },
+            52usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(w_recency)
+            )
+        );
+    }
+    test_field_w_recency();
+    fn test_field_w_importance() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).w_importance) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(w_importance)
+            )
+        );
+    }
+    test_field_w_importance();
+    fn test_field_touch() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).touch) as usize - ptr as usize
+            },
+            60usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(touch)
+            )
+        );
+    }
+    test_field_touch();
+    fn test_field_half_life() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).half_life) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(half_life)
+            )
+        );
+    }
+    test_field_half_life();
+    fn test_field_now() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).now) as usize - ptr as usize
+            },
+            72usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(now)
+            )
+        );
+    }
+    test_field_now();
 }
 extern "C" {
     pub fn mnemo_search_options_default() -> mnemo_search_options;

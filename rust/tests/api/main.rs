@@ -1,10 +1,11 @@
 //! Behaviour of the safe API and of the library under it: errors and their
 //! messages, alignment checks, store persistence and updates, threads,
-//! runtime reports and the aligned buffer.
+//! runtime reports, the aligned buffer and activation ranking.
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod activation;
 mod aligned_vec;
 mod alignment;
 mod durable;
