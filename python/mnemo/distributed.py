@@ -78,10 +78,28 @@ class _Shard:
     def pid(self) -> int:
         return os.getpid()
 
-    def add(self, ids: np.ndarray, vectors: np.ndarray) -> int:
+    def add(self, ids: np.ndarray, vectors: np.ndarray, times: Optional[np.ndarray] = None,
+            importance: Optional[np.ndarray] = None) -> int:
         from .arrays import aligned_array
-        self._store.add(aligned_array(ids, np.uint64), aligned_array(vectors, vectors.dtype))
+        self._store.add(aligned_array(ids, np.uint64), aligned_array(vectors, vectors.dtype),
+                        times=None if times is None else aligned_array(times, np.float64),
+                        importance=None if importance is None else aligned_array(importance, np.float32))
         return len(ids)
+
+    def set_times(self, ids: np.ndarray, times: np.ndarray) -> int:
+        from .arrays import aligned_array
+        self._store.set_times(aligned_array(ids, np.uint64), aligned_array(times, np.float64))
+        return len(ids)
+
+    def set_importance(self, ids: np.ndarray, importance: np.ndarray) -> int:
+        from .arrays import aligned_array
+        self._store.set_importance(aligned_array(ids, np.uint64), aligned_array(importance, np.float32))
+        return len(ids)
+
+    def get_meta(self, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        from .arrays import aligned_array
+        m = self._store.get_meta(aligned_array(ids, np.uint64))
+        return np.asarray(m[0]), np.asarray(m[1]), np.asarray(m[2])
 
     def remove(self, ids: np.ndarray) -> int:
         from .arrays import aligned_array
@@ -93,9 +111,13 @@ class _Shard:
         return len(ids)
 
     def search(self, queries: np.ndarray, k: int, apply_bias: bool,
-               filter_ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+               filter_ids: Optional[np.ndarray], activation: Any = None,
+               now: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
         from .arrays import aligned_array
         kw: Dict[str, Any] = {"apply_bias": apply_bias}
+        if activation is not None:
+            kw["activation"] = activation
+            kw["now"] = now
         if filter_ids is not None:
             kw["filter_ids"] = aligned_array(filter_ids, np.uint64)
         return self._store.search(aligned_array(queries, np.float32), k, **kw)
@@ -191,14 +213,50 @@ class ShardedStore:
 
     # -- the store API ------------------------------------------------------
 
-    def add(self, ids: Any, vectors: np.ndarray) -> None:
-        """Adds (upserts) vectors [n x dim], each to its id's shard."""
+    def add(self, ids: Any, vectors: np.ndarray, *, times: Any = None, importance: Any = None) -> None:
+        """Adds (upserts) vectors [n x dim], each to its id's shard, with
+        optional last-access times (float64 seconds [n]) and importances
+        (float32 [n]) as Store.add takes them."""
         ids, parts = self._split(ids)
         vectors = np.asarray(vectors)
         if vectors.shape != (len(ids), self.dim):
             raise MnemoValueError(Status.E_SHAPE, f"vectors has shape {vectors.shape}; expected "
                                                   f"({len(ids)}, {self.dim})")
-        self._call_all("add", [(ids[p], vectors[p]) if len(p) else None for p in parts])
+        t = None if times is None else self._per_id(ids, times, "times", np.float64)
+        m = None if importance is None else self._per_id(ids, importance, "importance", np.float32)
+        self._call_all("add", [(ids[p], vectors[p], None if t is None else t[p], None if m is None else m[p])
+                               if len(p) else None for p in parts])
+
+    def _per_id(self, ids: np.ndarray, values: Any, name: str, dtype: Any) -> np.ndarray:
+        v = np.asarray(values, dtype=dtype).ravel()
+        if v.shape != ids.shape:
+            raise MnemoValueError(Status.E_SHAPE, f"{name} has {v.shape[0]} entries; expected {ids.shape[0]}")
+        return v
+
+    def set_times(self, ids: Any, times: Any) -> None:
+        """Sets the last-access time of each id (MnemoError NOT_FOUND from a
+        shard lacking one; the other shards' times may have changed then)."""
+        ids, parts = self._split(ids)
+        t = self._per_id(ids, times, "times", np.float64)
+        self._call_all("set_times", [(ids[p], t[p]) if len(p) else None for p in parts])
+
+    def set_importance(self, ids: Any, importance: Any) -> None:
+        """Sets the importance of each id (errors as set_times)."""
+        ids, parts = self._split(ids)
+        m = self._per_id(ids, importance, "importance", np.float32)
+        self._call_all("set_importance", [(ids[p], m[p]) if len(p) else None for p in parts])
+
+    def get_meta(self, ids: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(times, importance, biases) of each id, in the order given."""
+        ids, parts = self._split(ids)
+        out = self._call_all("get_meta", [(ids[p],) if len(p) else None for p in parts])
+        times = np.zeros(len(ids), np.float64)
+        imp = np.zeros(len(ids), np.float32)
+        bias = np.zeros(len(ids), np.float32)
+        for p, o in zip(parts, out):
+            if len(p):
+                times[p], imp[p], bias[p] = o
+        return times, imp, bias
 
     def remove(self, ids: Any) -> int:
         """Removes ids; returns how many were present."""
@@ -213,14 +271,38 @@ class ShardedStore:
         self._call_all("set_bias", [(ids[p], biases[p]) if len(p) else None for p in parts])
 
     def search(self, queries: np.ndarray, k: int, *, apply_bias: bool = False,
-               filter_ids: Any = None) -> Tuple[np.ndarray, np.ndarray]:
-        """k best memories of every query over all shards: (ids, scores) [nq x k]."""
+               filter_ids: Any = None, activation: Any = None, now: Optional[float] = None,
+               touch: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+        """k best memories of every query over all shards: (ids, scores) [nq x k].
+
+        activation, now and touch as Store.search takes them, with two
+        differences that come from the shards being separate stores:
+        `now` (default: this process's clock) is read once here so every
+        shard ages its memories alike, and touch sets the times of the
+        merged result only, after the merge (not atomically with the
+        search). Min-max normalisation needs the whole store's ranges, which
+        separate stores do not share: Activation(normalize=True) raises
+        MnemoValueError (MNEMO_E_UNSUPPORTED); a store sharded inside one
+        process (Runtime shards) supports it."""
+        from .store import Activation
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q.reshape(1, -1)
         f = None if filter_ids is None else np.ascontiguousarray(filter_ids, dtype=np.uint64).ravel()
-        out = self._call_all("search", [(q, int(k), bool(apply_bias), f) for _ in self._actors])
-        return topk_merge([o[0] for o in out], [o[1] for o in out], self.metric)
+        act = Activation() if activation is True else (None if activation in (None, False) else activation)
+        if act is None and (now is not None or touch):
+            raise MnemoValueError(Status.E_INVALID_ARGUMENT, "now and touch need an activation")
+        if act is not None and act.normalize:
+            raise MnemoValueError(Status.E_UNSUPPORTED,
+                                  "min-max normalisation over Ray shards: the shards do not share their ranges")
+        at = None if act is None else (time.time() if now is None else float(now))
+        out = self._call_all("search", [(q, int(k), bool(apply_bias), f, act, at) for _ in self._actors])
+        ids, scores = topk_merge([o[0] for o in out], [o[1] for o in out], self.metric)
+        if touch:
+            hit = np.unique(ids[ids != np.uint64(2**64 - 1)])
+            if len(hit):
+                self.set_times(hit, np.full(len(hit), at, np.float64))
+        return ids, scores
 
     def count(self) -> int:
         return int(sum(self._call_all("count", [() for _ in self._actors])))

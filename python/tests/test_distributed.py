@@ -124,3 +124,34 @@ def test_unrecoverable_shard_raises_a_clear_error(cluster, tmp_path):
         store.count()
     assert e.value.shard == 0
     store.close()
+
+
+def test_activation_over_shards_matches_one_store(cluster, tmp_path):
+    """Plain activation over four shard actors equals one store's (the same
+    `now` reaches every shard), touch sets the merged result's times only,
+    and min-max normalisation, which needs the whole store's ranges, is
+    refused."""
+    rng = np.random.default_rng(7)
+    n = 300
+    ids = rng.choice(10**9, size=n, replace=False).astype(np.uint64)
+    vecs = rows(rng, n)
+    times = 1.7e9 - rng.uniform(0, 1e6, size=n)
+    imp = rng.uniform(0, 10, size=n).astype(np.float32)
+    store = distributed.ShardedStore(str(tmp_path), DIM, shards=4, threads=1)
+    store.add(ids, vecs, times=times, importance=imp)
+    rt = mnemo.Runtime(backend="cpu", threads=1)
+    one = mnemo.Store(rt, DIM)
+    one.add(mnemo.aligned_array(ids, np.uint64), vecs, times=times, importance=imp)
+    act = mnemo.Activation(w_recency=0.7, w_importance=0.05, half_life=3600.0 * 24)
+    q = rows(rng, 3)
+    same(store.search(q, 9, activation=act, now=1.7e9), one.search(q, 9, activation=act, now=1.7e9))
+
+    got_ids, _ = store.search(q, 5, activation=act, now=1.7e9 + 50.0, touch=True)
+    touched = set(int(i) for i in got_ids.ravel())
+    t, m, _ = store.get_meta(ids)
+    for i, tt, mm, t0, m0 in zip(ids, t, m, times, imp):
+        assert tt == (1.7e9 + 50.0 if int(i) in touched else t0)
+        assert mm == m0
+    with pytest.raises(mnemo.MnemoValueError):
+        store.search(q, 5, activation=mnemo.Activation(w_recency=1.0, normalize=True))
+    store.close()
