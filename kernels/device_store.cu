@@ -60,7 +60,7 @@ void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
   // Geometric growth keeps re-uploads amortised; the copy of old rows stays
   // on the device.
   const uint64_t cap = std::max<uint64_t>(slots, cap_ + cap_ / 2 + 1024);
-  DeviceBuffer v(cap * ld_ * esz_), ids(cap * 8), norms(cap * 4), biases(cap * 4);
+  DeviceBuffer v(cap * ld_ * esz_), ids(cap * 8), norms(cap * 4), biases(cap * 4), times(cap * 8), importance(cap * 4);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(v.get(), 0, v.size(), ctx.stream));
   if (slots_ > 0) {
     MNEMO_CUDA_CHECK(
@@ -68,12 +68,17 @@ void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(ids.get(), ids_.get(), slots_ * 8, cudaMemcpyDeviceToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(norms.get(), norms_.get(), slots_ * 4, cudaMemcpyDeviceToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(biases.get(), biases_.get(), slots_ * 4, cudaMemcpyDeviceToDevice, ctx.stream));
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(times.get(), times_.get(), slots_ * 8, cudaMemcpyDeviceToDevice, ctx.stream));
+    MNEMO_CUDA_CHECK(
+        cudaMemcpyAsync(importance.get(), importance_.get(), slots_ * 4, cudaMemcpyDeviceToDevice, ctx.stream));
   }
   ctx.sync();
   vectors_ = std::move(v);
   ids_ = std::move(ids);
   norms_ = std::move(norms);
   biases_ = std::move(biases);
+  times_ = std::move(times);
+  importance_ = std::move(importance);
   cap_ = cap;
 }
 
@@ -93,6 +98,18 @@ void DeviceStore::update(const StoreView& v, uint64_t first, uint64_t count) {
         cudaMemcpyAsync(norms_.get<float>() + first, v.norms + first, count * 4, cudaMemcpyHostToDevice, ctx->stream));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(biases_.get<float>() + first, v.biases + first, count * 4, cudaMemcpyHostToDevice,
                                      ctx->stream));
+    // Zeros where a view carries no times or importances (as a store
+    // without them holds).
+    if (v.times)
+      MNEMO_CUDA_CHECK(cudaMemcpyAsync(times_.get<double>() + first, v.times + first, count * 8, cudaMemcpyHostToDevice,
+                                       ctx->stream));
+    else
+      MNEMO_CUDA_CHECK(cudaMemsetAsync(times_.get<double>() + first, 0, count * 8, ctx->stream));
+    if (v.importance)
+      MNEMO_CUDA_CHECK(cudaMemcpyAsync(importance_.get<float>() + first, v.importance + first, count * 4,
+                                       cudaMemcpyHostToDevice, ctx->stream));
+    else
+      MNEMO_CUDA_CHECK(cudaMemsetAsync(importance_.get<float>() + first, 0, count * 4, ctx->stream));
   }
   // The host buffers may change as soon as the store's write lock drops.
   ctx->sync();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "arena.h"
 #include "cuda_backend.h"
 #include "device_args.h"
 #include "device_store.h"
@@ -15,25 +16,6 @@
 namespace mnemo::cuda {
 
 namespace {
-
-// Carves aligned regions out of one device allocation.
-class Arena {
- public:
-  size_t add(size_t bytes) {
-    const size_t at = size_;
-    size_ += (bytes + 255) / 256 * 256;
-    return at;
-  }
-  size_t size() const { return size_; }
-
- private:
-  size_t size_ = 0;
-};
-
-template <class T>
-T* at(void* base, size_t off) {
-  return reinterpret_cast<T*>(static_cast<unsigned char*>(base) + off);
-}
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
@@ -301,6 +283,17 @@ void CudaBackend::search(const SearchArgs& a) {
                                              search_list_length(slots, a.k, false));
   StoreRef s{ds->vectors(), v.dtype, ld,           static_cast<uint32_t>(v.dim), slots, ds->ids(), ds->norms(),
              ds->biases(),  nullptr, a.apply_bias, key_metric(v.metric),         false};
+  s.times = ds->times();
+  s.importance = ds->importance();
+  if (a.act.on && !a.act.normalize) {
+    s.act = true;
+    s.w_rel = a.act.w_rel;
+    s.w_rec = a.act.w_rec;
+    s.w_imp = a.act.w_imp;
+    s.now = a.act.now;
+    s.inv_half_life = 1.0 / a.act.half_life;  // as the CPU: 0 for an infinite half-life
+  }
+  const bool normalized = a.act.on && a.act.normalize;
   // Device queries whose rows are already ld long (and 16-byte aligned, as
   // checked by the ABI) are read in place; others get one padded copy.
   const bool copy_q = !dev || ld != v.dim;
@@ -355,12 +348,17 @@ void CudaBackend::search(const SearchArgs& a) {
   uint64_t* d_ids = dev ? a.ids : at<uint64_t>(iob.get(), o_ids);
   float* d_scores = dev ? a.scores : reinterpret_cast<float*>(d_ids + nq * emit_k);
   const uint64_t k_out = dev ? a.k : emit_k;
-  device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+  if (normalized)
+    normalized_device_search(*ctx, st, s, a.act, q, qn, nq, a.k, k_out, cfg_.workspace_bytes, sm_count_, d_ids,
+                             d_scores);
+  else
+    device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
   if (dev) {
     ctx->end_on(st);
     ds->add_reader(st);
     return;
   }
+  if (normalized && a.act.ranges_out) return;  // ranges only, written (and waited for) above
   auto* h_ids = ctx->staging.get<uint64_t>();
   auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
   if (slots > 0 && emit_k > 0)

@@ -61,7 +61,7 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
     const float xn = s.norms[slot], qn = qnorms[q];
     sum = fmaxf(fmaf(-2.0f, sum, xn * xn + qn * qn), 0.0f);
   }
-  dots[i] = key_of(s.metric, sum, qnorms[q], m);
+  dots[i] = key_of(s, sum, qnorms[q], m);
 }
 
 __global__ void f16_misfit_kernel(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result) {

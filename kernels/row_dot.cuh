@@ -4,6 +4,7 @@
 // every lane holds the full sums (xor-shuffle reduction).
 #pragma once
 
+#include "core/activation.h"
 #include "search_kernels.h"
 #include "vec_load.cuh"
 
@@ -64,25 +65,42 @@ __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const 
 // loads overlap.
 struct SlotMeta {
   bool live;
-  float norm, norm2, bias;  // norm2: squared norm, for L2 by expansion
+  float norm, norm2;  // norm2: squared norm, for L2 by expansion
+  float bias;         // the bias, or with activation the memory terms (extra)
 };
 
+// Slot is searchable: live and allowed.
+__device__ __forceinline__ bool slot_live(const StoreRef& s, uint32_t slot) {
+  return s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
+}
+
+// ACT = false compiles the plain key alone (the fused scan's instances for
+// plain searches keep their registers); true reads s.act at run time.
+template <bool ACT = true>
 __device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
   SlotMeta m;
-  m.live = s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
+  m.live = slot_live(s, slot);
   const float nrm = s.metric != KeyMetric::dot ? s.norms[slot] : 0.0f;
   m.norm = nrm;
   m.norm2 = nrm * nrm;
   m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
+  // The CPU's activation_extra_of, with the same operations.
+  if (ACT && s.act)
+    m.bias =
+        activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], m.bias);
   return m;
 }
 
-// The goodness key from a raw sum and the slot's preloaded metadata.
-__device__ __forceinline__ float key_of(KeyMetric metric, float sum, float qnorm, const SlotMeta& m) {
-  if (metric == KeyMetric::l2) return -(sum - m.bias);
+// The goodness key from a raw sum and the slot's preloaded metadata: the
+// relevance key (similarity, or -squared distance) plus the bias, or with
+// activation fmaf(w_rel, relevance, extra) as the CPU's key_of.
+template <bool ACT = true>
+__device__ __forceinline__ float key_of(const StoreRef& s, float sum, float qnorm, const SlotMeta& m) {
+  const bool act = ACT && s.act;
+  if (s.metric == KeyMetric::l2) return act ? fmaf(s.w_rel, -sum, m.bias) : -(sum - m.bias);
   float v = sum;
-  if (metric == KeyMetric::cosine) v = (qnorm == 0.0f || m.norm == 0.0f) ? 0.0f : sum / (qnorm * m.norm);
-  return v + m.bias;
+  if (s.metric == KeyMetric::cosine) v = (qnorm == 0.0f || m.norm == 0.0f) ? 0.0f : sum / (qnorm * m.norm);
+  return act ? fmaf(s.w_rel, v, m.bias) : v + m.bias;
 }
 
 }  // namespace mnemo::cuda

@@ -66,7 +66,9 @@ __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_
   }
 }
 
-template <class T, bool L2, int NVEC, int QB, class List>
+// ACT: activation keys (separate instances, so plain scans keep their
+// register budget and occupancy).
+template <class T, bool L2, int NVEC, int QB, class List, bool ACT>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                      uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
@@ -106,7 +108,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint32_t x = row + r * stride;
       slot[r] = x < s.slots ? x : row;
-      m[r] = slot_meta(s, slot[r]);
+      m[r] = slot_meta<ACT>(s, slot[r]);
       m[r].live = m[r].live && x < s.slots;
       rows[r] = base + slot[r] * row_bytes;
     }
@@ -119,7 +121,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int q = 0; q < QB; ++q) {
         if (q >= static_cast<int>(nq)) break;
-        const float key = key_of(s.metric, acc[r][q], qn[q], m[r]);
+        const float key = key_of<ACT>(s, acc[r][q], qn[q], m[r]);
         if (wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
       }
     }
@@ -228,13 +230,13 @@ __global__ void __launch_bounds__(kThreads)
       for (int q = 1; q < QB; ++q)
         if (lane == q) v = acc[0][q];
       keys[static_cast<uint64_t>(lane) * s.slots + row] =
-          m.live ? key_of(s.metric, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
+          m.live ? key_of(s, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
     }
   }
 }
 
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
-template <class T, bool L2, int QB>
+template <class T, bool L2, int QB, bool ACT>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                    unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
@@ -248,35 +250,35 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
   auto by_k = [&](auto reg, auto shared) { k <= 32 ? go(reg) : go(shared); };
   switch (s.ld) {
     case 384:
-      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList>);
+      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList, ACT>);
       break;
     case 512:
-      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList>);
+      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList, ACT>);
       break;
     case 768:
-      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList>);
+      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList, ACT>);
       break;
     case 1024:
-      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList>);
+      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList, ACT>);
       break;
     case 1536:
-      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList>);
+      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList, ACT>);
       break;
-    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList>, scan_topk_kernel<T, L2, 0, QB, WarpList>); break;
+    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList, ACT>, scan_topk_kernel<T, L2, 0, QB, WarpList, ACT>); break;
   }
 }
 
-template <class T, bool L2>
+template <class T, bool L2, bool ACT>
 void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                  unsigned blocks, const ScanTail& tail, cudaStream_t st) {
   const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   const size_t smem = ScanSmem::bytes(qb, s.ld, k);
   if (qb == 1)
-    dispatch_scan<T, L2, 1>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 1, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else if (qb == 2)
-    dispatch_scan<T, L2, 2>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 2, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else
-    dispatch_scan<T, L2, 4>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 4, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
 }
 
 }  // namespace
@@ -300,18 +302,26 @@ unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* 
                           Cand* cand, unsigned blocks_wanted, const ScanTail& tail, cudaStream_t st) {
   const unsigned blocks = std::max(1u, blocks_wanted);
   const bool l2 = s.metric == KeyMetric::l2;
+  auto go = [&](auto l2_act, auto l2_plain, auto dot_act, auto dot_plain) {
+    if (l2)
+      s.act ? l2_act(s, queries, qnorms, nq, k, cand, blocks, tail, st)
+            : l2_plain(s, queries, qnorms, nq, k, cand, blocks, tail, st);
+    else
+      s.act ? dot_act(s, queries, qnorms, nq, k, cand, blocks, tail, st)
+            : dot_plain(s, queries, qnorms, nq, k, cand, blocks, tail, st);
+  };
   switch (s.dtype) {
     case DType::f16:
-      l2 ? dispatch_qb<__half, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
-         : dispatch_qb<__half, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
+      go(dispatch_qb<__half, true, true>, dispatch_qb<__half, true, false>, dispatch_qb<__half, false, true>,
+         dispatch_qb<__half, false, false>);
       break;
     case DType::bf16:
-      l2 ? dispatch_qb<__nv_bfloat16, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
-         : dispatch_qb<__nv_bfloat16, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
+      go(dispatch_qb<__nv_bfloat16, true, true>, dispatch_qb<__nv_bfloat16, true, false>,
+         dispatch_qb<__nv_bfloat16, false, true>, dispatch_qb<__nv_bfloat16, false, false>);
       break;
     default:
-      l2 ? dispatch_qb<float, true>(s, queries, qnorms, nq, k, cand, blocks, tail, st)
-         : dispatch_qb<float, false>(s, queries, qnorms, nq, k, cand, blocks, tail, st);
+      go(dispatch_qb<float, true, true>, dispatch_qb<float, true, false>, dispatch_qb<float, false, true>,
+         dispatch_qb<float, false, false>);
       break;
   }
   MNEMO_CUDA_LAUNCHED("scan_topk_kernel");

@@ -1,6 +1,6 @@
 // Host-side launchers of the search kernels. All work on one stream and
 // device pointers; "keys" are goodness values (similarity + bias, or
-// -(distance - bias)), NaN for excluded slots.
+// -(distance - bias), or activation keys), NaN for excluded slots.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +10,10 @@
 #include "core/dtype.h"
 #include "cuda_util.cuh"
 #include "warp_list.cuh"
+
+namespace mnemo {
+struct Activation;
+}  // namespace mnemo
 
 namespace mnemo::cuda {
 
@@ -29,6 +33,14 @@ struct StoreRef {
   bool apply_bias;
   KeyMetric metric;
   bool all_live;  // no tombstones or filter to check (similarity matrices)
+  // Plain activation ranking (core/activation.h): key = w_rel * relevance +
+  // w_rec * recency + w_imp * importance (+ bias). times and importance are
+  // read only when act is set, so other searches move no extra bytes.
+  const double* times = nullptr;
+  const float* importance = nullptr;
+  bool act = false;
+  float w_rel = 1.0f, w_rec = 0.0f, w_imp = 0.0f;
+  double now = 0.0, inv_half_life = 0.0;
 };
 
 // Largest k kept in per-warp shared-memory lists.
@@ -121,6 +133,17 @@ struct ExecContext;
 void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn, uint64_t nq,
                    uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
                    float* d_scores);
+
+// Normalised activation search (activation_search.cu), in place of
+// device_search when act.normalize is set: relevance keys of every slot per
+// query chunk in the workspace, the candidates' ranges, min-max scaled keys,
+// selection. With act.ranges_out it writes each query's ranges there (host
+// memory, [nq]) and no results. s carries the store, filter, bias flag,
+// times and importance (its plain-activation fields unused); outputs as for
+// device_search.
+void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const Activation& act,
+                              const float* q, const float* qn, uint64_t nq, uint64_t k, uint64_t k_out,
+                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
 
 // Query index (into result[0], UINT64_MAX kept when none) of the first of nq
 // rows [dim] whose largest magnitude does not fit FAST f16 arithmetic (see

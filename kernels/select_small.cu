@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kThreads)
         } else {
           float sum = key;
           if (s.metric == KeyMetric::l2) sum = fmaxf(fmaf(-2.0f, sum, m.norm2 + qn * qn), 0.0f);
-          key = key_of(s.metric, sum, qn, m);
+          key = key_of(s, sum, qn, m);
         }
       }
       has = has && key == key && ordered_bits(key) >= floor_bits;
@@ -122,7 +122,7 @@ __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, co
     }
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  if (lane == 0) c.key = key_of(s.metric, acc, qnorms[q], slot_meta(s, c.slot));
+  if (lane == 0) c.key = key_of(s, acc, qnorms[q], slot_meta(s, c.slot));
 }
 
 // One warp per query: re-sort a rescored list in place (insertion into a

@@ -139,7 +139,7 @@ run() {
   # peers only (two calls that each fit a 10-minute limit); unset, both.
   local part=${MNEMO_RUN_PART:-all}
   if [ "$part" != bench ]; then
-  step "gpu tests" 300 .device/bin/mnemo_gpu_tests
+  step "gpu tests" 420 .device/bin/mnemo_gpu_tests
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
   step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
