@@ -1,5 +1,7 @@
 // mnemo build: store the vectors of a file (ids are row numbers) and save it.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
@@ -9,7 +11,8 @@
 namespace cli {
 
 int cmd_build(int argc, char** argv) {
-  Args a(argc, argv, 2, {"input", "out", "metric", "dtype", "backend", "precision", "threads"}, {"durable"});
+  Args a(argc, argv, 2, {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance"},
+         {"durable"});
   const std::string out = a.str("out");
   const int32_t metric = parse_metric(a.str("metric", "l2"));
   const int32_t dtype = parse_dtype(a.str("dtype", "f32"));
@@ -26,8 +29,25 @@ int cmd_build(int argc, char** argv) {
   } else {
     check(mnemo_store_create(rt.rt, m.dim, dtype, metric, &s.s), "creating the store");
   }
+  // Last-access times and importances: one number per line, one line per row.
+  AVec<double> times;
+  AVec<float> importance;
+  for (const char* name : {"times", "importance"}) {
+    if (!a.has(name)) continue;
+    const std::vector<double> v = read_numbers(a.str(name));
+    if (v.size() != m.rows)
+      throw Error("--" + std::string(name) + " holds " + std::to_string(v.size()) + " numbers for " +
+                  std::to_string(m.rows) + " rows");
+    if (name[0] == 't') {
+      times.resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i) times[i] = v[i];
+    } else {
+      importance.resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i) importance[i] = static_cast<float>(v[i]);
+    }
+  }
   t0 = now_seconds();
-  add_rows(s.s, m);
+  add_rows(s.s, m, a.has("times") ? &times : nullptr, a.has("importance") ? &importance : nullptr);
   const double t_add = now_seconds() - t0;
   t0 = now_seconds();
   if (a.has("durable"))

@@ -1,7 +1,10 @@
 // mnemo search: k nearest stored vectors of each query, as TSV (query, rank,
 // id, score) or as .ivecs (one row of k ids per query).
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "common.h"
@@ -10,10 +13,47 @@
 
 namespace cli {
 
+namespace {
+
+double finite_arg(const Args& a, const std::string& name, double fallback) {
+  if (!a.has(name)) return fallback;
+  const std::string v = a.str(name);
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x)) throw UsageError("--" + name + " must be a finite number");
+  return x;
+}
+
+// Activation ranking (docs/activation.md) when any of its options is given:
+// weights 1 (relevance), 1 (recency), 0 (importance) unless set, half-life
+// one day, now the current time.
+mnemo_search_options activation_options(const Args& a) {
+  mnemo_search_options o = mnemo_search_options_default();
+  bool on = a.has("normalize") || a.has("touch");
+  for (const char* n : {"recency-half-life", "now", "w-rel", "w-rec", "w-imp"}) on = on || a.has(n);
+  if (!on) return o;
+  o.activation = 1;
+  o.normalize = a.has("normalize") ? 1 : 0;
+  o.touch = a.has("touch") ? 1 : 0;
+  o.half_life = finite_arg(a, "recency-half-life", 86400.0);
+  if (!(o.half_life > 0.0)) throw UsageError("--recency-half-life must be > 0 seconds");
+  if (a.has("now")) o.now = finite_arg(a, "now", 0.0);
+  o.w_relevance = static_cast<float>(finite_arg(a, "w-rel", 1.0));
+  o.w_recency = static_cast<float>(finite_arg(a, "w-rec", 1.0));
+  o.w_importance = static_cast<float>(finite_arg(a, "w-imp", 0.0));
+  return o;
+}
+
+}  // namespace
+
 int cmd_search(int argc, char** argv) {
-  Args a(argc, argv, 2, {"store", "queries", "k", "out", "batch", "backend", "precision", "threads"}, {"durable"});
+  Args a(argc, argv, 2,
+         {"store", "queries", "k", "out", "batch", "backend", "precision", "threads", "recency-half-life", "now",
+          "w-rel", "w-rec", "w-imp"},
+         {"durable", "normalize", "touch"});
   const uint64_t k = a.num("k");
   if (k == 0) throw UsageError("--k must be at least 1");
+  const mnemo_search_options opts = activation_options(a);
   Runtime rt(a);
   Store s;
   const std::string path = a.str("store");
@@ -25,7 +65,10 @@ int cmd_search(int argc, char** argv) {
   check_dim(s.s, q, a.str("queries"));
   AVec<uint64_t> ids;
   AVec<float> scores;
-  const double secs = search_rows(s.s, q, k, a.num("batch", 1024), ids, scores);
+  const double secs = search_rows(s.s, q, k, a.num("batch", 1024), ids, scores, &opts);
+  // A touching search changed the times: a durable store journaled them, a
+  // saved store is written back so they last.
+  if (opts.touch && !a.has("durable")) check(mnemo_store_save(s.s, path.c_str()), "saving the touched store");
   const std::string out = a.str("out", "-");
   if (ends_with(out, ".ivecs")) {
     IntRows r;

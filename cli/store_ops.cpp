@@ -1,25 +1,52 @@
 #include "store_ops.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "progress.h"
 
 namespace cli {
 
-void add_rows(mnemo_store* s, const FloatRows& m) {
+void add_rows(mnemo_store* s, const FloatRows& m, const AVec<double>* times, const AVec<float>* importance) {
   constexpr uint64_t kBatch = 8192;
   AVec<uint64_t> ids(kBatch);
   Progress p("add", m.rows);
   for (uint64_t i = 0; i < m.rows; i += kBatch) {
     const uint64_t n = std::min(kBatch, m.rows - i);
     for (uint64_t j = 0; j < n; ++j) ids[j] = i + j;
-    check(mnemo_store_add(s, ids.data(), m.row(i), MNEMO_DTYPE_F32, n), "adding vectors");
+    // kBatch keeps every slice of the f64 and f32 arrays 16-byte aligned.
+    check(mnemo_store_add_memories(s, ids.data(), m.row(i), MNEMO_DTYPE_F32, n, times ? times->data() + i : nullptr,
+                                   importance ? importance->data() + i : nullptr),
+          "adding vectors");
     p.update(i + n);
   }
 }
 
+std::vector<double> read_numbers(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) throw Error("cannot open '" + path + "'");
+  std::vector<double> v;
+  char line[256];
+  uint64_t no = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    ++no;
+    char* end = nullptr;
+    const double x = std::strtod(line, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') ++end;
+    if (end == line || *end != '\0' || !std::isfinite(x)) {
+      std::fclose(f);
+      throw Error(path + ":" + std::to_string(no) + ": not a finite number");
+    }
+    v.push_back(x);
+  }
+  std::fclose(f);
+  return v;
+}
+
 double search_rows(const mnemo_store* s, const FloatRows& q, uint64_t k, uint64_t batch, AVec<uint64_t>& ids,
-                   AVec<float>& scores) {
+                   AVec<float>& scores, const mnemo_search_options* opts) {
   if (batch == 0) throw UsageError("--batch must be at least 1");
   ids.resize(q.rows * k);
   scores.resize(q.rows * k);
@@ -28,7 +55,7 @@ double search_rows(const mnemo_store* s, const FloatRows& q, uint64_t k, uint64_
   for (uint64_t i = 0; i < q.rows; i += batch) {
     const uint64_t n = std::min(batch, q.rows - i);
     const double t0 = now_seconds();
-    check(mnemo_store_search(s, q.row(i), n, k, nullptr, ids.data() + i * k, scores.data() + i * k), "searching");
+    check(mnemo_store_search(s, q.row(i), n, k, opts, ids.data() + i * k, scores.data() + i * k), "searching");
     spent += now_seconds() - t0;
     p.update(i + n);
   }

@@ -38,4 +38,37 @@ fails "MNEMO_E_CORRUPT" "$mnemo" search --store "$d/cut.mnemo" --queries "$d/q.f
 "$mnemo" gen --base "$d/b2.fvecs" --queries "$d/q2.fvecs" --truth "$d/t2.ivecs" --n 100 --nq 4 --dim 8 --k 5 > /dev/null
 fails "has dimension 8 but the store has 24" "$mnemo" search --store "$d/s.mnemo" --queries "$d/q2.fvecs" --k 3
 fails "fewer than k" "$mnemo" eval --base "$d/b.fvecs" --queries "$d/q.fvecs" --truth "$d/t.ivecs" --k 30
+
+# Activation: times and importances at build, rankings by recency and by
+# importance, a touch that lasts (the store is saved back), bad values.
+awk 'BEGIN { for (i = 0; i < 3000; i++) print 1000 + i }' > "$d/times.txt"
+awk 'BEGIN { for (i = 0; i < 3000; i++) print i % 7 }' > "$d/imp.txt"
+"$mnemo" build --input "$d/b.fvecs" --out "$d/act.mnemo" --times "$d/times.txt" --importance "$d/imp.txt" > /dev/null
+top1() {  # top1 <search options...>: the best id of query 0
+  "$mnemo" search --store "$d/act.mnemo" --queries "$d/q.fvecs" --k 1 "$@" 2> /dev/null | awk -F'\t' '$1 == 0 { print $3 }'
+}
+[ "$(top1 --recency-half-life 10 --now 4000 --w-rel 0)" = 2999 ] || { echo "recency top-1 is not the newest"; exit 1; }
+[ "$(top1 --now 4000 --w-rel 0 --w-rec 0 --w-imp 1)" = 6 ] || { echo "importance top-1 is not id 6"; exit 1; }
+plain=$(top1)
+[ "$(top1 --w-rel 1 --w-rec 0 --now 4000)" = "$plain" ] || { echo "relevance-only activation differs from plain"; exit 1; }
+top1 --now 5000 --w-rel 0 --w-rec 0 --w-imp 1 --touch > /dev/null
+[ "$(top1 --recency-half-life 10 --now 5000 --w-rel 0)" = 6 ] || { echo "the touch of id 6 did not last"; exit 1; }
+[ "$(top1 --recency-half-life 10 --now 5000 --w-rel 0 --normalize)" = 6 ] || { echo "normalised recency top-1"; exit 1; }
+usage_fails() {  # usage_fails <pattern> <command...>: status 2 and the message
+  pattern=$1
+  shift
+  set +e
+  "$@" > "$d/out.txt" 2> "$d/err.txt"
+  st=$?
+  set -e
+  [ "$st" -eq 2 ] || { echo "status $st (want 2): $*"; cat "$d/err.txt"; exit 1; }
+  grep -q -- "$pattern" "$d/err.txt" || { echo "no '$pattern' in:"; cat "$d/err.txt"; exit 1; }
+}
+usage_fails "recency-half-life must be > 0" "$mnemo" search --store "$d/act.mnemo" --queries "$d/q.fvecs" --k 1 --recency-half-life -5
+usage_fails "now must be a finite number" "$mnemo" search --store "$d/act.mnemo" --queries "$d/q.fvecs" --k 1 --now nan
+usage_fails "w-imp must be a finite number" "$mnemo" search --store "$d/act.mnemo" --queries "$d/q.fvecs" --k 1 --w-imp x
+head -n 10 "$d/times.txt" > "$d/short.txt"
+fails "holds 10 numbers for 3000 rows" "$mnemo" build --input "$d/b.fvecs" --out "$d/y.mnemo" --times "$d/short.txt"
+echo nan > "$d/nan.txt"
+fails "not a finite number" "$mnemo" build --input "$d/b.fvecs" --out "$d/y.mnemo" --importance "$d/nan.txt"
 echo "cli flow: all steps passed"
