@@ -21,7 +21,8 @@ namespace mnemo {
 // inv_half_life = 0 (an infinite half-life) gives 1 for every memory.
 MNEMO_HD float recency(double now, double t, double inv_half_life) {
   const double age = now - t;
-  if (!(age > 0.0)) return 1.0f;
+  // An infinite half-life never decays, even when the age overflows to inf.
+  if (!(age > 0.0) || inv_half_life == 0.0) return 1.0f;
   return exp2f(static_cast<float>(-age * inv_half_life));
 }
 

@@ -85,7 +85,7 @@ bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt,
         return true;
       case JournalOp::remove: bytes = ids; return true;
       case JournalOp::set_bias:
-      case JournalOp::set_importance: bytes = ids + count * 4; return true;
+      case JournalOp::set_importance: bytes = checked_add(ids, checked_mul(count, 4, "values"), "record"); return true;
       case JournalOp::set_times: bytes = checked_add(ids, checked_mul(count, 8, "times"), "record"); return true;
     }
   } catch (const Error&) {

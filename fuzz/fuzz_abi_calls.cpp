@@ -3,9 +3,18 @@
 // from the set the arguments allow, a failed call changes nothing (outputs
 // and store), and a successful call does exactly what the model does
 // (searches return the model's top-k, slots follow the compaction rule).
+// Memory metadata too: adds with times and importance, set_times,
+// set_importance, get_meta, and activation searches (plain, normalised,
+// touching) with hostile options (NaN or infinite weights, half-lives of 0,
+// below 0 or infinite, an infinite now, flags of 2, normalize or touch
+// without activation, the first ABI's struct_size of 40 and every size
+// between it and the current one).
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -43,6 +52,62 @@ float abi_value(FuzzedDataProvider& fdp, bool non_finite) {
   }
   if (r < 95 && non_finite) return fz::maybe_non_finite(fdp, 1);
   return static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8));
+}
+
+constexpr double kNow = 1.7e9;  // a UNIX time in 2023
+const double kInf = std::numeric_limits<double>::infinity(), kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A last-access time: mostly near kNow on a grid (equal times are real
+// ties), sometimes 0, far past or future, huge; NaN or infinite when allowed.
+double pick_time(FuzzedDataProvider& fdp, bool non_finite) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 99);
+  if (r < 60) return kNow + 900.0 * fdp.ConsumeIntegralInRange<int>(-200, 20);
+  if (r < 75) return kNow + fdp.ConsumeFloatingPointInRange<double>(-1e7, 1e7);
+  if (r < 90) {
+    static const double e[] = {0.0, -1.0, 4.9e-324, 1e300, -1e300, 1.7976931348623157e308, 9.0e15, -kNow};
+    return e[fdp.ConsumeIntegralInRange<size_t>(0, 7)];
+  }
+  if (r < 95 && non_finite) return fdp.ConsumeBool() ? kNaN : fdp.ConsumeBool() ? kInf : -kInf;
+  return kNow;
+}
+
+// An importance: quarters mostly, sometimes large; NaN or infinite when allowed.
+float pick_importance(FuzzedDataProvider& fdp, bool non_finite) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 99);
+  if (r < 75) return static_cast<float>(fdp.ConsumeIntegralInRange<int>(-40, 40)) / 4.0f;
+  if (r < 90) return fdp.ConsumeFloatingPointInRange<float>(-1e6f, 1e6f);
+  if (r < 95) return fdp.ConsumeBool() ? 3.0e38f : -65504.0f;
+  if (non_finite) return fz::maybe_non_finite(fdp, 1);
+  return 0.0f;
+}
+
+// Search option values, sane or hostile.
+uint32_t pick_flag(FuzzedDataProvider& fdp) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 19);
+  return r < 9 ? 0 : r < 18 ? 1 : r < 19 ? 2 : fdp.ConsumeIntegral<uint32_t>();
+}
+float pick_weight(FuzzedDataProvider& fdp) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 99);
+  if (r < 70) return static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f;
+  if (r < 85) return fdp.ConsumeFloatingPointInRange<float>(-2.0f, 2.0f);
+  if (r < 90) return fdp.ConsumeBool() ? 3.0e38f : -1e-30f;
+  return fz::maybe_non_finite(fdp, 1);
+}
+double pick_half_life(FuzzedDataProvider& fdp) {
+  static const double h[] = {86400.0, 3600.0, 1.0, 1e-300, 4.9e-324, 1e300, kInf, 0.0, -0.0, -1.0, -kInf, kNaN};
+  return h[fdp.ConsumeIntegralInRange<size_t>(0, sizeof h / sizeof h[0] - 1)];
+}
+double pick_now(FuzzedDataProvider& fdp) {
+  const int r = fdp.ConsumeIntegralInRange<int>(0, 19);
+  if (r < 14) return pick_time(fdp, false);
+  if (r < 17) return kNaN;  // the current time
+  return fdp.ConsumeBool() ? kInf : -kInf;
+}
+
+double unix_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // The set of statuses a call may return given its arguments.
@@ -87,6 +152,8 @@ class Model {
   struct Entry {
     std::vector<double> val;
     float bias = 0.0f;
+    double time = 0.0;  // last access
+    float imp = 0.0f;   // importance
   };
   uint64_t dim;
   int32_t dtype, metric;
@@ -94,10 +161,16 @@ class Model {
   std::vector<uint64_t> slots;  // MNEMO_NO_ID marks a removed slot
   uint64_t dead = 0;
 
-  void add(const std::vector<uint64_t>& ids, const std::vector<std::vector<double>>& rows) {
+  // times and imp, when given, set every listed memory's value; else a new
+  // memory gets 0 and an upserted one keeps its own.
+  void add(const std::vector<uint64_t>& ids, const std::vector<std::vector<double>>& rows,
+           const std::vector<double>* times = nullptr, const std::vector<float>* imp = nullptr) {
     for (size_t i = 0; i < ids.size(); ++i) {
       if (!e.count(ids[i])) slots.push_back(ids[i]);
-      e[ids[i]].val = rows[i];
+      Entry& en = e[ids[i]];
+      en.val = rows[i];
+      if (times) en.time = (*times)[i];
+      if (imp) en.imp = (*imp)[i];
     }
   }
   uint64_t remove(const std::vector<uint64_t>& ids) {
@@ -195,6 +268,26 @@ struct Harness {
       FZ_CHECK(slot == m.slot_of(id), "slot_of id " + std::to_string(id) + " = " + std::to_string(slot) + ", model " +
                                           std::to_string(m.slot_of(id)) + ctx);
     }
+    // Metadata of every memory, bit for bit.
+    if (!m.e.empty()) {
+      const size_t n = m.e.size();
+      Buf ids(n * 8), t(n * 8), imp(n * 4), b(n * 4);
+      size_t i = 0;
+      for (const auto& kv : m.e) ids.as<uint64_t>()[i++] = kv.first;
+      const mnemo_status st =
+          mnemo_store_get_meta(store, ids.as<uint64_t>(), n, t.as<double>(), imp.as<float>(), b.as<float>());
+      FZ_CHECK(st == MNEMO_OK, "get_meta: " + fz::status_text(st) + ctx);
+      i = 0;
+      for (const auto& [id, en] : m.e) {
+        FZ_CHECK(std::memcmp(&t.as<double>()[i], &en.time, 8) == 0 &&
+                     std::memcmp(&imp.as<float>()[i], &en.imp, 4) == 0 &&
+                     std::memcmp(&b.as<float>()[i], &en.bias, 4) == 0,
+                 "metadata of id " + std::to_string(id) + ": time " + std::to_string(t.as<double>()[i]) + " vs " +
+                     std::to_string(en.time) + ", importance " + std::to_string(imp.as<float>()[i]) + " vs " +
+                     std::to_string(en.imp) + ctx);
+        ++i;
+      }
+    }
     // Biases show only in a biased search.
     if (!m.e.empty() && m.finite()) {
       std::vector<float> q(m.dim);
@@ -272,7 +365,9 @@ struct Harness {
   }
 
   // ---- calls ---------------------------------------------------------------
-  void do_add() {
+  // mnemo_store_add, or with `meta` mnemo_store_add_memories with times
+  // and importance each given (finite or not), absent (NULL) or misaligned.
+  void do_add(bool meta) {
     Expect e;
     mnemo_store* s = store_arg(e);
     const int32_t vdt = fz::pick_dtype(fdp, {MNEMO_DTYPE_F32, m.dtype}, 5);
@@ -282,7 +377,22 @@ struct Harness {
     const uint64_t rows = huge ? 1 : count;
     const PtrMode pi = fz::pick_mode(fdp, 6), pv = fz::pick_mode(fdp, 6);
     const size_t es = dtype_ok ? fz::dtype_bytes(vdt) : 4;
-    Buf ids(rows * 8), vec(rows * m.dim * es);
+    Buf ids(rows * 8), vec(rows * m.dim * es), times(rows * 8), imps(rows * 4);
+    const PtrMode pt = meta ? fz::pick_mode(fdp, 40) : PtrMode::null,
+                  pm = meta ? fz::pick_mode(fdp, 40) : PtrMode::null;
+    std::vector<double> t_list;
+    std::vector<float> imp_list;
+    bool meta_nonfin = false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const double t = pick_time(fdp, true);
+      const float imp = pick_importance(fdp, true);
+      std::memcpy(times.data() + (pt == PtrMode::misaligned ? 8 : 0) + 8 * r, &t, 8);
+      std::memcpy(imps.data() + (pm == PtrMode::misaligned ? 4 : 0) + 4 * r, &imp, 4);
+      t_list.push_back(t);
+      imp_list.push_back(imp);
+      meta_nonfin =
+          meta_nonfin || (pt == PtrMode::good && !std::isfinite(t)) || (pm == PtrMode::good && !std::isfinite(imp));
+    }
     std::vector<uint64_t> id_list;
     std::vector<std::vector<double>> row_vals;
     bool non_finite = false, no_id = false;
@@ -309,13 +419,114 @@ struct Harness {
       if (huge) e.err(MNEMO_E_OVERFLOW);
       if (!huge && count > 0 && no_id) e.err(MNEMO_E_OUT_OF_RANGE);
       if (!huge && count > 0 && non_finite && validate) e.err(MNEMO_E_NON_FINITE);
+      // Metadata is checked whatever the validation setting.
+      if (!huge && count > 0 && meta_nonfin) e.err(MNEMO_E_NON_FINITE);
+      if (pt == PtrMode::misaligned) e.err(MNEMO_E_MISALIGNED);
+      if (pm == PtrMode::misaligned) e.err(MNEMO_E_MISALIGNED);
       if (count == 0 && e.mask != 0 && !(e.mask & (1u << MNEMO_E_DTYPE))) e.ok = true;  // nothing to do
     }
     const mnemo_status st =
-        mnemo_store_add(s, fz::view<uint64_t>(ids, pi), fz::view<unsigned char>(vec, pv), vdt, count);
-    check_status("mnemo_store_add", st, e);
-    if (st == MNEMO_OK && count > 0) m.add(id_list, row_vals);
-    if (st != MNEMO_OK) verify_state("a failed add");
+        meta ? mnemo_store_add_memories(s, fz::view<uint64_t>(ids, pi), fz::view<unsigned char>(vec, pv), vdt, count,
+                                        fz::view<double>(times, pt), fz::view<float>(imps, pm))
+             : mnemo_store_add(s, fz::view<uint64_t>(ids, pi), fz::view<unsigned char>(vec, pv), vdt, count);
+    check_status(meta ? "mnemo_store_add_memories" : "mnemo_store_add", st, e);
+    if (st == MNEMO_OK && count > 0)
+      m.add(id_list, row_vals, pt == PtrMode::good ? &t_list : nullptr, pm == PtrMode::good ? &imp_list : nullptr);
+    if (st != MNEMO_OK || meta) verify_state(st == MNEMO_OK ? "add_memories" : "a failed add");
+  }
+
+  // mnemo_store_set_times or mnemo_store_set_importance.
+  void do_set_meta(bool times) {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const bool huge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+    const uint64_t count = huge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 5);
+    const uint64_t rows = huge ? 1 : count;
+    const PtrMode pi = fz::pick_mode(fdp, 6), pv = fz::pick_mode(fdp, 6);
+    Buf ids(rows * 8), vals(rows * 8);
+    std::vector<uint64_t> list;
+    std::vector<double> tv;
+    std::vector<float> iv;
+    bool absent = false, nonfin = false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t id = fdp.ConsumeIntegralInRange<int>(0, 9) ? pick_id(fdp) : m.e.empty() ? 0 : m.e.begin()->first;
+      std::memcpy(ids.data() + 8 * r, &id, 8);
+      list.push_back(id);
+      absent = absent || !m.e.count(id);
+      if (times) {
+        const double t = pick_time(fdp, true);
+        std::memcpy(vals.data() + 8 * r, &t, 8);
+        tv.push_back(t);
+        nonfin = nonfin || !std::isfinite(t);
+      } else {
+        const float v = pick_importance(fdp, true);
+        std::memcpy(vals.data() + 4 * r, &v, 4);
+        iv.push_back(v);
+        nonfin = nonfin || !std::isfinite(v);
+      }
+    }
+    if (s != nullptr) {
+      pointer_errors(e, pi);
+      pointer_errors(e, pv);
+      if (huge) e.err(MNEMO_E_OVERFLOW);
+      if (!huge && count > 0 && absent) e.err(MNEMO_E_NOT_FOUND);
+      if (!huge && count > 0 && nonfin) e.err(MNEMO_E_NON_FINITE);
+      if (count == 0 && e.mask != 0) e.ok = true;
+    }
+    const mnemo_status st =
+        times ? mnemo_store_set_times(s, fz::view<uint64_t>(ids, pi), fz::view<double>(vals, pv), count)
+              : mnemo_store_set_importance(s, fz::view<uint64_t>(ids, pi), fz::view<float>(vals, pv), count);
+    check_status(times ? "mnemo_store_set_times" : "mnemo_store_set_importance", st, e);
+    if (st == MNEMO_OK)
+      for (size_t i = 0; i < list.size() && count > 0; ++i) {
+        if (times) m.e.at(list[i]).time = tv[i];
+        if (!times) m.e.at(list[i]).imp = iv[i];
+      }
+    verify_state(st == MNEMO_OK ? "set_times or set_importance" : "a failed set_times or set_importance");
+  }
+
+  // mnemo_store_get_meta with each output wanted, not wanted (NULL) or misaligned.
+  void do_get_meta() {
+    Expect e;
+    mnemo_store* s = store_arg(e);
+    const bool huge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
+    const uint64_t count = huge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 5);
+    const uint64_t rows = huge ? 1 : count;
+    const PtrMode pi = fz::pick_mode(fdp, 6), pt = fz::pick_mode(fdp, 25), pm = fz::pick_mode(fdp, 25),
+                  pb = fz::pick_mode(fdp, 25);
+    Buf ids(rows * 8), t(rows * 8), imp(rows * 4), b(rows * 4);
+    std::vector<uint64_t> list;
+    bool absent = false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint64_t id = fdp.ConsumeIntegralInRange<int>(0, 5) && !m.e.empty()
+                              ? std::next(m.e.begin(), fdp.ConsumeIntegralInRange<size_t>(0, m.e.size() - 1))->first
+                              : pick_id(fdp);
+      std::memcpy(ids.data() + 8 * r, &id, 8);
+      list.push_back(id);
+      absent = absent || !m.e.count(id);
+    }
+    if (s != nullptr) {
+      if (count > 0) pointer_errors(e, pi);
+      if (huge && pi == PtrMode::good) e.err(MNEMO_E_OVERFLOW);
+      for (PtrMode p : {pt, pm, pb})
+        if (p == PtrMode::misaligned) e.err(MNEMO_E_MISALIGNED);
+      if (!huge && count > 0 && absent) e.err(MNEMO_E_NOT_FOUND);
+    }
+    const auto t0 = t.snapshot(), i0 = imp.snapshot(), b0 = b.snapshot();
+    const mnemo_status st = mnemo_store_get_meta(s, fz::view<uint64_t>(ids, pi), count, fz::view<double>(t, pt),
+                                                 fz::view<float>(imp, pm), fz::view<float>(b, pb));
+    check_status("mnemo_store_get_meta", st, e);
+    if (st != MNEMO_OK || count == 0) {
+      FZ_CHECK(t.same_as(t0) && imp.same_as(i0) && b.same_as(b0), "get_meta wrote its outputs without results");
+      return;
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      const Model::Entry& en = m.e.at(list[i]);
+      if (pt == PtrMode::good) FZ_CHECK(std::memcmp(&t.as<double>()[i], &en.time, 8) == 0, "get_meta time");
+      if (pm == PtrMode::good) FZ_CHECK(std::memcmp(&imp.as<float>()[i], &en.imp, 4) == 0, "get_meta importance");
+      if (pb == PtrMode::good) FZ_CHECK(std::memcmp(&b.as<float>()[i], &en.bias, 4) == 0, "get_meta bias");
+    }
+    if (pt == PtrMode::null) FZ_CHECK(t.same_as(t0), "get_meta wrote times it was not asked for");
   }
 
   void do_remove() {
@@ -408,6 +619,7 @@ struct Harness {
     const int orr = fdp.ConsumeIntegralInRange<int>(0, 9);
     mnemo_search_options o = mnemo_search_options_default();
     const mnemo_search_options* op = orr == 0 ? nullptr : &o;
+    mnemo_search_options eff = mnemo_search_options_default();
     std::set<uint64_t> allow_set;
     bool use_allow = false;
     Buf filt_ids, bitmap;
@@ -419,8 +631,27 @@ struct Harness {
                                 : fdp.ConsumeIntegral<int32_t>();
       const int ab = fdp.ConsumeIntegralInRange<int>(0, 20);
       o.apply_bias = ab < 10 ? 0 : ab < 20 ? 1 : fdp.ConsumeIntegral<uint32_t>();
-      if (fdp.ConsumeIntegralInRange<int>(0, 29) == 0)
-        o.struct_size = fdp.ConsumeIntegralInRange<uint32_t>(0, sizeof o - 1);
+      // Activation, usually off; then sometimes normalize or touch alone.
+      const int act = fdp.ConsumeIntegralInRange<int>(0, 9);
+      if (act >= 4) {
+        o.activation = act < 9 ? 1 : pick_flag(fdp);
+        o.normalize = pick_flag(fdp);
+        o.touch = fdp.ConsumeIntegralInRange<int>(0, 3) == 0 ? pick_flag(fdp) : 0;
+        o.w_relevance = fdp.ConsumeIntegralInRange<int>(0, 3) ? 1.0f : pick_weight(fdp);
+        o.w_recency = pick_weight(fdp);
+        o.w_importance = pick_weight(fdp);
+        o.half_life = fdp.ConsumeIntegralInRange<int>(0, 3) ? 86400.0 * fdp.ConsumeIntegralInRange<int>(1, 30) / 8.0
+                                                            : pick_half_life(fdp);
+        o.now = pick_now(fdp);
+      } else if (act == 3) {
+        o.normalize = pick_flag(fdp);
+        o.touch = pick_flag(fdp);
+      }
+      // The first ABI's size (activation fields then ignored), a size
+      // between (the fields it covers), or too small.
+      const int ss = fdp.ConsumeIntegralInRange<int>(0, 29);
+      if (ss == 0) o.struct_size = fdp.ConsumeIntegralInRange<uint32_t>(0, sizeof o - 1);
+      if (ss == 1) o.struct_size = 40;
       if (o.filter_kind == MNEMO_FILTER_IDS) {
         const bool fhuge = fdp.ConsumeIntegralInRange<int>(0, 29) == 0;
         o.filter_count = fhuge ? kHugeCount : fdp.ConsumeIntegralInRange<uint64_t>(0, 6);
@@ -456,7 +687,15 @@ struct Harness {
       } else if (o.filter_kind != MNEMO_FILTER_NONE) {
         e.err(MNEMO_E_INVALID_ARGUMENT);
       }
-      if (o.apply_bias > 1 || o.struct_size < sizeof o) e.err(MNEMO_E_INVALID_ARGUMENT);
+      // What the call reads: the fields struct_size covers over the defaults.
+      eff = mnemo_search_options_default();
+      if (o.struct_size >= 40) std::memcpy(&eff, &o, std::min<size_t>(o.struct_size, sizeof o));
+      const bool on = eff.activation == 1;
+      if (o.struct_size < 40 || eff.apply_bias > 1 || eff.activation > 1 || eff.normalize > 1 || eff.touch > 1 ||
+          (!on && (eff.normalize != 0 || eff.touch != 0)) ||
+          (on && (!std::isfinite(eff.w_relevance) || !std::isfinite(eff.w_recency) ||
+                  !std::isfinite(eff.w_importance) || !(eff.half_life > 0.0) || std::isinf(eff.now))))
+        e.err(MNEMO_E_INVALID_ARGUMENT);
     }
     Buf q(qv.size() * 4), ids(cells * 8), scores(cells * 4);
     if (!qv.empty()) std::memcpy(q.data(), qv.data(), qv.size() * 4);
@@ -478,16 +717,94 @@ struct Harness {
       if (nq == 0 && (e.mask & (1u << MNEMO_E_SHAPE))) e.ok = e.ok || e.mask == (1u << MNEMO_E_SHAPE);
     }
     const std::vector<unsigned char> ids0 = ids.snapshot(), sc0 = scores.snapshot();
+    const double before = unix_now();
     const mnemo_status st =
         mnemo_store_search(s, fz::view<float>(q, pq), nq, k, op, fz::view<uint64_t>(ids, pids), sc_ptr);
+    const double after = unix_now();
     check_status("mnemo_store_search", st, e);
     if (st != MNEMO_OK) {
       FZ_CHECK(ids.same_as(ids0) && scores.same_as(sc0), "a failed search wrote its outputs");
+      if (eff.touch == 1) verify_state("a failed touching search");
       return;
     }
     if (nq == 0 || alias) return;
-    check_rows(qv, nq, k, op && o.apply_bias == 1, use_allow ? &allow_set : nullptr, ids.as<uint64_t>(),
-               scores.as<float>(), "");
+    const std::set<uint64_t>* allow = use_allow ? &allow_set : nullptr;
+    if (eff.activation == 1)
+      check_act_rows(qv, nq, k, eff, allow, ids.as<uint64_t>(), scores.as<float>());
+    else
+      check_rows(qv, nq, k, eff.apply_bias == 1, allow, ids.as<uint64_t>(), scores.as<float>(), "");
+    if (eff.touch != 1) return;
+    // Every returned memory's time is now `now` (one value per call: the
+    // current time when now is NaN).
+    double now = eff.now;
+    for (uint64_t i = 0; i < nq * k; ++i) {
+      const uint64_t id = ids.as<uint64_t>()[i];
+      if (id == MNEMO_NO_ID) continue;
+      if (std::isnan(now)) {
+        const Buf one = [&] {
+          Buf b(8);
+          std::memcpy(b.data(), &id, 8);
+          return b;
+        }();
+        Buf t(8);
+        FZ_CHECK(mnemo_store_get_meta(store, reinterpret_cast<const uint64_t*>(one.data()), 1, t.as<double>(), nullptr,
+                                      nullptr) == MNEMO_OK,
+                 "get_meta after a touch");
+        now = t.as<double>()[0];
+        FZ_CHECK(now >= before - 1.0 && now <= after + 1.0, "a touch with now NaN set the time " + std::to_string(now) +
+                                                                ", the call ran from " + std::to_string(before) +
+                                                                " to " + std::to_string(after));
+      }
+      m.e.at(id).time = now;
+    }
+    verify_state("a touching search");
+  }
+
+  // Activation rows against the float64 reference (plain or min-max
+  // normalised) where every term is tame; else the structural rules.
+  void check_act_rows(const std::vector<float>& qv, uint64_t nq, uint64_t k, const mnemo_search_options& o,
+                      const std::set<uint64_t>* allow, const uint64_t* ids, const float* scores) {
+    bool exact = m.tame() && m.finite();
+    for (float v : qv) exact = exact && std::fabs(v) <= 1e15f;
+    for (const auto& kv : m.e) exact = exact && std::fabs(kv.second.imp) <= 1e6f;
+    for (float w : {o.w_relevance, o.w_recency, o.w_importance}) exact = exact && std::fabs(w) <= 1e3f;
+    // An unknown now (NaN: the clock at the call) matters only with a recency weight.
+    if (std::isnan(o.now) && o.w_recency != 0.0f) exact = false;
+    const double now = std::isnan(o.now) ? kNow : o.now;
+    const bool hi = ref::higher_is_better(m.metric);
+    for (uint64_t i = 0; i < nq; ++i) {
+      const uint64_t* row_ids = ids + i * k;
+      const float* row_sc = scores + i * k;
+      if (!exact) {
+        // Distinct allowed ids, no NaN score, padding last.
+        std::set<uint64_t> seen;
+        uint64_t j = 0;
+        for (; j < k && row_ids[j] != MNEMO_NO_ID; ++j) {
+          FZ_CHECK(m.e.count(row_ids[j]) && (!allow || allow->count(row_ids[j])),
+                   "activation search returned id " + std::to_string(row_ids[j]));
+          FZ_CHECK(seen.insert(row_ids[j]).second, "activation search: id returned twice");
+          FZ_CHECK(!std::isnan(row_sc[j]), "activation search: NaN score returned");
+        }
+        for (; j < k; ++j)
+          FZ_CHECK(row_ids[j] == MNEMO_NO_ID && std::isnan(row_sc[j]), "activation search: bad padding");
+        continue;
+      }
+      const std::vector<double> q(qv.begin() + i * m.dim, qv.begin() + (i + 1) * m.dim);
+      std::vector<fz::ActTerm> terms;
+      for (const auto& [id, en] : m.e) {
+        if (allow && !allow->count(id)) continue;
+        const double raw = ref::score(m.metric, q.data(), en.val.data(), m.dim);
+        terms.push_back({id, hi ? raw : -raw, ref::score_tol(m.metric, q.data(), en.val.data(), m.dim, raw), en.time,
+                         en.imp, o.apply_bias == 1 ? en.bias : 0.0});
+      }
+      fz::ActParams p;
+      p.w_rel = o.w_relevance, p.w_rec = o.w_recency, p.w_imp = o.w_importance;
+      p.half_life = o.half_life, p.now = now, p.normalize = o.normalize == 1;
+      const std::vector<ref::Candidate> c = fz::activation_candidates(terms, p, hi);
+      const std::string why = fz::check_topk(m.metric, c, k, row_ids, row_sc);
+      FZ_CHECK(why.empty(), "activation search" + std::string(o.normalize == 1 ? " (normalised)" : "") + ", query " +
+                                std::to_string(i) + ": " + why);
+    }
   }
 
   void do_get() {
@@ -573,10 +890,10 @@ struct Harness {
 
   void run() {
     for (int step = 0; step < 48 && fdp.remaining_bytes() > 0; ++step) {
-      switch (fdp.ConsumeIntegralInRange<int>(0, 12)) {
+      switch (fdp.ConsumeIntegralInRange<int>(0, 16)) {
         case 0:
         case 1:
-        case 2: do_add(); break;
+        case 2: do_add(false); break;
         case 3:
         case 4: do_remove(); break;
         case 5: do_set_bias(); break;
@@ -586,6 +903,9 @@ struct Harness {
         case 9: do_get(); break;
         case 10: do_small_queries(); break;
         case 11: do_save_load(); break;
+        case 13: do_add(true); break;
+        case 14: do_set_meta(fdp.ConsumeBool()); break;
+        case 15: do_get_meta(); break;
         default: verify_state("a step"); break;
       }
     }

@@ -6,6 +6,11 @@
 // and resampling with times and samples drawn the same way, against the
 // header's interpolation rule.
 //
+// Store search also runs with activation ranking, plain and min-max
+// normalised, over last-access times spanning decades, seconds, equal and
+// future ones and half-lives from a second to infinity, against the float64
+// reference of the same formula.
+//
 // What is checked is the numerical contract of mnemo.h:
 //   cosine |err| <= 1e-5; dot |err| <= 1e-5 * |x| * |y| (1e-5 for unit
 //   vectors); squared L2 |err| <= 1e-5 * ref + 2^-126 (relative, down to the
@@ -185,7 +190,99 @@ void run_similarity(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t
   (void)fdp;
 }
 
-void run_search(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t metric) {
+// Activation options and per-memory metadata of a search: the mode drawn
+// before the rows (an input that runs out still gets it), the rest after the
+// plain search's inputs.
+struct Activation {
+  int mode = 0;  // 0 off, 1 plain, 2 normalised
+  mnemo_search_options opts{};
+  fz::Buf times, importance;
+};
+
+Activation gen_activation(FuzzedDataProvider& fdp, size_t n, int mode) {
+  Activation a;
+  a.mode = mode;
+  if (a.mode == 0) return a;
+  constexpr double kNow = 1.7e9;
+  a.opts = mnemo_search_options_default();
+  a.opts.activation = 1;
+  a.opts.normalize = a.mode == 2 ? 1 : 0;
+  // Weights under which every term may move the ranking.
+  auto weight = [&fdp](float scale) {
+    return fdp.ConsumeIntegralInRange<int>(0, 3) ? fdp.ConsumeFloatingPointInRange<float>(-scale, scale)
+                                                 : static_cast<float>(fdp.ConsumeIntegralInRange<int>(-4, 4)) / 2.0f;
+  };
+  a.opts.w_relevance = fdp.ConsumeIntegralInRange<int>(0, 3) ? 1.0f : weight(4.0f);
+  a.opts.w_recency = weight(2.0f);
+  a.opts.w_importance = weight(a.mode == 2 ? 2.0f : 0.2f);
+  static const double half_lives[] = {1.0,    60.0,   3600.0, 86400.0,
+                                      3.15e7, 1e-300, 1e300,  std::numeric_limits<double>::infinity()};
+  a.opts.half_life = half_lives[fdp.ConsumeIntegralInRange<size_t>(0, 7)];
+  a.opts.now = kNow + (fdp.ConsumeBool() ? 0.0 : fdp.ConsumeFloatingPointInRange<double>(-1e6, 1e6));
+  a.times = fz::Buf(n * 8);
+  a.importance = fz::Buf(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    // Decades, hours and seconds back, the same time as another, or ahead.
+    double t;
+    switch (fdp.ConsumeIntegralInRange<int>(0, 5)) {
+      case 0: t = kNow - 3e9 * fdp.ConsumeProbability<double>(); break;
+      case 1: t = kNow - 4e4 * fdp.ConsumeProbability<double>(); break;
+      case 2: t = std::floor(kNow - 60.0 * fdp.ConsumeProbability<double>()); break;
+      case 3: t = i > 0 ? a.times.as<double>()[fdp.ConsumeIntegralInRange<size_t>(0, i - 1)] : kNow; break;
+      case 4: t = kNow + 600.0 * fdp.ConsumeProbability<double>(); break;
+      default: t = a.opts.now - std::ldexp(1.0, fdp.ConsumeIntegralInRange<int>(-20, 30)); break;
+    }
+    a.times.as<double>()[i] = t;
+    a.importance.as<float>()[i] = fdp.ConsumeIntegralInRange<int>(0, 3)
+                                      ? fdp.ConsumeFloatingPointInRange<float>(0.0f, 10.0f)
+                                      : static_cast<float>(fdp.ConsumeIntegralInRange<int>(0, 4));
+  }
+  return a;
+}
+
+// Activation rows against the float64 reference of the same formula where
+// every row lies in the contract's range; else what holds everywhere.
+void check_activation(Activation& act, const Mat& q, const Mat& t, int32_t metric, uint64_t k, const float* biases,
+                      const fz::Backend& b, bool all_in_range, fz::Buf& ids, fz::Buf& scores, const std::string& ctx) {
+  const size_t nq = q.rows, n = t.rows, dim = q.dim;
+  const mnemo_search_options& o = act.opts;
+  const std::string what = ctx + (o.normalize ? ", normalised activation" : ", activation");
+  const bool hi = ref::higher_is_better(metric);
+  for (size_t i = 0; i < nq; ++i) {
+    const uint64_t* row_ids = ids.as<uint64_t>() + i * k;
+    const float* row_sc = scores.as<float>() + i * k;
+    if (!all_in_range) {
+      uint64_t j = 0;
+      std::vector<bool> seen(n, false);
+      for (; j < k && row_ids[j] != MNEMO_NO_ID; ++j) {
+        const uint64_t id = row_ids[j];
+        FZ_CHECK(id % 3 == 1 && id / 3 < n && !seen[id / 3], what + ": bad or repeated id " + std::to_string(id));
+        seen[id / 3] = true;
+        FZ_CHECK(!std::isnan(row_sc[j]), what + ": NaN score returned");
+      }
+      for (; j < k; ++j) FZ_CHECK(row_ids[j] == MNEMO_NO_ID && std::isnan(row_sc[j]), what + ": bad padding");
+      continue;
+    }
+    std::vector<fz::ActTerm> terms;
+    double select = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const Bound bd = bound(metric, q.row(i), t.row(j), dim, q.norm[i], t.norm[j], 1e-5);
+      if (b.fast) select = std::max(select, bound(metric, q.row(i), t.row(j), dim, q.norm[i], t.norm[j], 2e-3).tol);
+      terms.push_back({j * 3 + 1, hi ? bd.ref : -bd.ref, bd.tol, act.times.as<double>()[j],
+                       act.importance.as<float>()[j], o.apply_bias ? biases[j] : 0.0});
+    }
+    fz::ActParams p;
+    p.w_rel = o.w_relevance, p.w_rec = o.w_recency, p.w_imp = o.w_importance;
+    p.half_life = o.half_life, p.now = o.now, p.normalize = o.normalize == 1;
+    // FAST candidate finding errs by the relevance weight times its bound;
+    // after normalisation by up to the whole relevance term.
+    select = o.normalize ? (b.fast ? std::fabs(p.w_rel) : 0.0) : std::fabs(p.w_rel) * select;
+    const std::string why = fz::check_topk(metric, fz::activation_candidates(terms, p, hi), k, row_ids, row_sc, select);
+    FZ_CHECK(why.empty(), what + ", query " + std::to_string(i) + ", k " + std::to_string(k) + ": " + why);
+  }
+}
+
+void run_search(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t metric, int act_mode) {
   const size_t nq = q.rows, n = t.rows, dim = q.dim;
   const uint64_t k = fdp.ConsumeIntegralInRange<uint64_t>(1, n + 2);
   const bool apply_bias = fdp.ConsumeBool();
@@ -194,6 +291,8 @@ void run_search(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t met
     ids.as<uint64_t>()[i] = i * 3 + 1;
     biases.as<float>()[i] = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f;
   }
+  Activation act = gen_activation(fdp, n, act_mode);
+  act.opts.apply_bias = apply_bias ? 1 : 0;
   bool all_in_range = true;
   for (size_t i = 0; i < n; ++i) all_in_range = all_in_range && t.in_range(i);
   for (size_t i = 0; i < nq; ++i) all_in_range = all_in_range && q.in_range(i);
@@ -216,6 +315,16 @@ void run_search(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t met
     fz::Buf out_ids(nq * k * 8), out_sc(nq * k * 4);
     st = mnemo_store_search(s, reinterpret_cast<const float*>(q.raw.data()), nq, k, &o, out_ids.as<uint64_t>(),
                             out_sc.as<float>());
+    fz::Buf act_ids(nq * k * 8), act_sc(nq * k * 4);
+    if (act.mode != 0 && q.finite) {
+      FZ_CHECK(mnemo_store_set_times(s, ids.as<uint64_t>(), act.times.as<double>(), n) == MNEMO_OK,
+               ctx + ": set_times");
+      FZ_CHECK(mnemo_store_set_importance(s, ids.as<uint64_t>(), act.importance.as<float>(), n) == MNEMO_OK,
+               ctx + ": set_importance");
+      const mnemo_status sa = mnemo_store_search(s, reinterpret_cast<const float*>(q.raw.data()), nq, k, &act.opts,
+                                                 act_ids.as<uint64_t>(), act_sc.as<float>());
+      FZ_CHECK(sa == MNEMO_OK, ctx + ": activation search " + fz::status_text(sa));
+    }
     mnemo_store_destroy(s);
     if (!q.finite) {
       FZ_CHECK(st == MNEMO_E_NON_FINITE, ctx + ": non-finite query gave " + fz::status_text(st));
@@ -255,6 +364,8 @@ void run_search(FuzzedDataProvider& fdp, const Mat& q, const Mat& t, int32_t met
       const std::string why = fz::check_topk(metric, cands, k, row_ids, row_sc, select);
       FZ_CHECK(why.empty(), ctx + ", query " + std::to_string(i) + ", k " + std::to_string(k) + ": " + why);
     }
+    if (act.mode != 0)
+      check_activation(act, q, t, metric, k, biases.as<float>(), b, all_in_range, act_ids, act_sc, ctx);
   }
 }
 
@@ -406,6 +517,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     run_resample(fdp, dtype);
     return 0;
   }
+  // Search: plain only, or also with activation ranking (plain, normalised).
+  const int act_mode = op == 1 ? fdp.ConsumeIntegralInRange<int>(0, 2) : 0;
   const size_t dim = pick_dim(fdp);
   // Mostly small shapes; sometimes enough rows and queries for the batched
   // paths of a GPU backend.
@@ -420,7 +533,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   q.finish();
   switch (op) {
     case 0: run_similarity(fdp, q, t, metric); break;
-    case 1: run_search(fdp, q, t, metric); break;
+    case 1: run_search(fdp, q, t, metric, act_mode); break;
     default: run_pairs(fdp, t, metric); break;
   }
   return 0;

@@ -2,10 +2,13 @@
 // from the input and then mutated (bytes flipped or set, cut, grown), with
 // checksums repaired or not. An image the format accepts must open to
 // exactly its contents; any other must give MNEMO_E_CORRUPT and no store.
-// Journal mode: a durable store written by a short sequence of writes, then
-// its journal (and sometimes its snapshot) damaged, given to
-// mnemo_store_open_durable; it must open to exactly what the intact records
-// say (fuzz/journal_image.h), or give MNEMO_E_CORRUPT and no store.
+// Images of every format version (1, 2, and 3 with last-access times and
+// importance) are built. Journal mode: a durable store written by a short
+// sequence of writes (adds with and without metadata, removes, set_bias,
+// set_times, set_importance, touching searches), then its journal (and
+// sometimes its snapshot) damaged, given to mnemo_store_open_durable; it
+// must open to exactly what the intact records say (fuzz/journal_image.h),
+// or give MNEMO_E_CORRUPT and no store.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 
 #include "fuzz_support.h"
@@ -36,17 +40,32 @@ uint32_t library_version(mnemo_runtime* rt) {
     ::unlink(path.c_str());
     uint32_t version = 0;
     std::memcpy(&version, head + 8, 4);
-    FZ_CHECK(version == 1 || version == 2,
+    FZ_CHECK(version >= 1 && version <= 3,
              "store files of format version " + std::to_string(version) + ": teach fuzz/store_image.cpp that format");
     return version;
   }();
   return v;
 }
 
+// A finite last-access time: UNIX times, whole or not, zero, negative,
+// subnormal and huge ones.
+double pick_time(FuzzedDataProvider& fdp) {
+  switch (fdp.ConsumeIntegralInRange<int>(0, 5)) {
+    case 0: return 0.0;
+    case 1: return 1.7e9 + static_cast<double>(fdp.ConsumeIntegralInRange<int>(-100000, 100000));
+    case 2: return 1.7e9 + fdp.ConsumeFloatingPointInRange<double>(-1e6, 1e6);
+    case 3: {
+      static const double edge[] = {-1.0, 4.9e-324, -1e300, 1e300, 1.7976931348623157e308, 9.0e15};
+      return edge[fdp.ConsumeIntegralInRange<size_t>(0, 5)];
+    }
+    default: return fdp.ConsumeFloatingPointInRange<double>(-4e9, 4e9);
+  }
+}
+
 fz::StoreImage random_image(FuzzedDataProvider& fdp, uint32_t max_version) {
   fz::StoreImage s;
   s.version = fdp.ConsumeIntegralInRange<uint32_t>(1, max_version);
-  if (s.version == 2) s.seq = fdp.ConsumeIntegral<uint64_t>();
+  if (s.version >= 2) s.seq = fdp.ConsumeIntegral<uint64_t>();
   s.dim = fdp.ConsumeIntegralInRange<uint64_t>(1, 9);
   s.dtype = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_DTYPE_F32, MNEMO_DTYPE_BF16);
   s.metric = fdp.ConsumeIntegralInRange<int32_t>(MNEMO_METRIC_COSINE, MNEMO_METRIC_L2SQ);
@@ -57,6 +76,10 @@ fz::StoreImage random_image(FuzzedDataProvider& fdp, uint32_t max_version) {
     // Distinct ids unless the input asks for a repeat.
     s.ids.push_back(fdp.ConsumeIntegralInRange<int>(0, 15) ? i * 7 + 3 : fdp.ConsumeIntegral<uint64_t>());
     s.biases.push_back(static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f);
+    if (s.version >= 3) {
+      s.times.push_back(pick_time(fdp));
+      s.importance.push_back(fz::hurt_float(fdp));
+    }
     for (uint64_t j = 0; j < s.dim; ++j) {
       float v = fz::hurt_float(fdp);
       // Keep the f16 image finite: a value beyond its range is a mutation's job.
@@ -94,21 +117,42 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// What a store holds, element by element: id -> (vector bytes, bias bits).
-std::map<uint64_t, std::pair<std::string, uint32_t>> contents(const fz::StoreImage& s) {
-  std::map<uint64_t, std::pair<std::string, uint32_t>> m;
+// One memory, bit for bit: vector bytes, bias, last-access time and
+// importance.
+struct Mem {
+  std::string vec;
+  uint32_t bias = 0;
+  uint64_t time = 0;
+  uint32_t importance = 0;
+  bool operator==(const Mem& o) const {
+    return vec == o.vec && bias == o.bias && time == o.time && importance == o.importance;
+  }
+};
+using Contents = std::map<uint64_t, Mem>;
+
+template <class T, class U>
+T bits_of(U v) {
+  static_assert(sizeof(T) == sizeof(U), "same size");
+  T b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+// What a store holds, element by element (an older file's metadata: zeros).
+Contents contents(const fz::StoreImage& s) {
+  Contents m;
   const size_t row = s.dim * fz::dtype_bytes(s.dtype);
   for (size_t i = 0; i < s.ids.size(); ++i) {
-    uint32_t bias;
-    std::memcpy(&bias, &s.biases[i], 4);
-    m[s.ids[i]] = {std::string(reinterpret_cast<const char*>(s.vectors.data()) + i * row, row), bias};
+    Mem& e = m[s.ids[i]];
+    e.vec.assign(reinterpret_cast<const char*>(s.vectors.data()) + i * row, row);
+    e.bias = bits_of<uint32_t>(s.biases[i]);
+    e.time = i < s.times.size() ? bits_of<uint64_t>(s.times[i]) : 0;
+    e.importance = i < s.importance.size() ? bits_of<uint32_t>(s.importance[i]) : 0;
   }
   return m;
 }
 
 // ---- journal mode ------------------------------------------------------------
-
-using Contents = std::map<uint64_t, std::pair<std::string, uint32_t>>;
 
 struct Shape {
   uint64_t dim;
@@ -116,19 +160,33 @@ struct Shape {
 };
 
 // Applies one journaled write to `m` as the store defines it; false where the
-// record cannot apply (a reserved id, a non-finite stored value or bias, a
-// bias for an absent id): such a record is damage.
+// record cannot apply (a reserved id, a non-finite stored value, bias, time
+// or importance, a value set for an absent id): such a record is damage.
 bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh) {
-  const size_t es = fz::dtype_bytes(sh.dtype), in_es = fz::dtype_bytes(r.dtype);
+  const int32_t in_dtype = r.dtype & 0xff;
+  const uint32_t flags = static_cast<uint32_t>(r.dtype) >> 8;
+  const size_t es = fz::dtype_bytes(sh.dtype), in_es = fz::dtype_bytes(in_dtype);
+  // The i-th f64 or f32 value `at` bytes into the payload after the ids.
+  auto f64 = [&r](uint64_t at, uint64_t i) {
+    double v;
+    std::memcpy(&v, r.data.data() + at + 8 * i, 8);
+    return v;
+  };
+  auto f32 = [&r](uint64_t at, uint64_t i) {
+    float v;
+    std::memcpy(&v, r.data.data() + at + 4 * i, 4);
+    return v;
+  };
   switch (r.op) {
-    case 1: {
+    case 1:
+    case 6: {
       std::vector<std::string> rows(r.count);
       for (uint64_t i = 0; i < r.count; ++i) {
         if (r.ids[i] == MNEMO_NO_ID) return false;
         rows[i].resize(sh.dim * es);
         for (uint64_t j = 0; j < sh.dim; ++j) {
           const size_t e = i * sh.dim + j;
-          if (r.dtype == sh.dtype) {
+          if (in_dtype == sh.dtype) {
             std::memcpy(&rows[i][j * es], r.data.data() + e * es, es);
           } else {  // f32 into an f16/bf16 store: rounded to nearest even
             float f;
@@ -138,25 +196,37 @@ bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh)
           if (!std::isfinite(fz::get_elem(rows[i].data(), sh.dtype, j))) return false;
         }
       }
+      const uint64_t times_at = r.count * sh.dim * in_es;
+      const uint64_t imp_at = times_at + ((flags & 1) ? r.count * 8 : 0);
+      for (uint64_t i = 0; i < r.count; ++i)
+        if (((flags & 1) && !std::isfinite(f64(times_at, i))) || ((flags & 2) && !std::isfinite(f32(imp_at, i))))
+          return false;
+      // In call order: a repeated id keeps its last entry. A new memory
+      // starts with zeros, an upsert keeps what the record does not give.
       for (uint64_t i = 0; i < r.count; ++i) {
-        auto it = m.find(r.ids[i]);
-        if (it == m.end())
-          m[r.ids[i]] = {rows[i], 0u};  // a new memory's bias is 0
-        else
-          it->second.first = rows[i];  // an upsert keeps the bias
+        Mem& e = m[r.ids[i]];
+        e.vec = rows[i];
+        if (flags & 1) e.time = bits_of<uint64_t>(f64(times_at, i));
+        if (flags & 2) e.importance = bits_of<uint32_t>(f32(imp_at, i));
       }
       return true;
     }
     case 2:
       for (uint64_t id : r.ids) m.erase(id);
       return true;
-    case 3: {
+    case 3:
+    case 4:
+    case 5: {
       for (uint64_t i = 0; i < r.count; ++i) {
-        float b;
-        std::memcpy(&b, r.data.data() + i * 4, 4);
-        if (!m.count(r.ids[i]) || !std::isfinite(b)) return false;
+        const double v = r.op == 4 ? f64(0, i) : f32(0, i);
+        if (!m.count(r.ids[i]) || !std::isfinite(v)) return false;
       }
-      for (uint64_t i = 0; i < r.count; ++i) std::memcpy(&m[r.ids[i]].second, r.data.data() + i * 4, 4);
+      for (uint64_t i = 0; i < r.count; ++i) {
+        Mem& e = m[r.ids[i]];
+        if (r.op == 3) e.bias = bits_of<uint32_t>(f32(0, i));
+        if (r.op == 4) e.time = bits_of<uint64_t>(f64(0, i));
+        if (r.op == 5) e.importance = bits_of<uint32_t>(f32(0, i));
+      }
       return true;
     }
   }
@@ -237,6 +307,42 @@ struct Written {
   uint64_t base_seq = 0;
 };
 
+// A touching activation search: the memories it returns get `now` as their
+// time, journaled as one set_times record of the distinct returned ids in
+// ascending order. Returns false when it returned nothing (no record).
+bool touch_search(FuzzedDataProvider& fdp, mnemo_store* s, const Shape& sh, Contents& next, fz::JournalRecordImage& r) {
+  const uint64_t nq = fdp.ConsumeIntegralInRange<uint64_t>(1, 2), k = fdp.ConsumeIntegralInRange<uint64_t>(1, 4);
+  fz::Buf q(nq * sh.dim * 4), out_ids(nq * k * 8), out_sc(nq * k * 4);
+  for (uint64_t e = 0; e < nq * sh.dim; ++e)
+    q.as<float>()[e] = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f;
+  mnemo_search_options o = mnemo_search_options_default();
+  o.activation = 1;
+  o.touch = 1;
+  o.normalize = fdp.ConsumeBool() ? 1 : 0;
+  o.apply_bias = fdp.ConsumeBool() ? 1 : 0;
+  o.w_recency = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-4, 4)) / 2.0f;
+  o.w_importance = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-4, 4)) / 2.0f;
+  static const double half_lives[] = {1.0, 86400.0, 1e300, std::numeric_limits<double>::infinity()};
+  o.half_life = half_lives[fdp.ConsumeIntegralInRange<size_t>(0, 3)];
+  o.now = pick_time(fdp);
+  const mnemo_status st = mnemo_store_search(s, q.as<float>(), nq, k, &o, out_ids.as<uint64_t>(), out_sc.as<float>());
+  FZ_CHECK(st == MNEMO_OK, "touching search: " + fz::status_text(st));
+  std::vector<uint64_t> got;
+  for (uint64_t i = 0; i < nq * k; ++i)
+    if (out_ids.as<uint64_t>()[i] != MNEMO_NO_ID) got.push_back(out_ids.as<uint64_t>()[i]);
+  std::sort(got.begin(), got.end());
+  got.erase(std::unique(got.begin(), got.end()), got.end());
+  if (got.empty()) return false;
+  r.op = 4;
+  r.count = got.size();
+  r.dtype = 0;
+  r.ids = got;
+  r.data.clear();
+  for (size_t i = 0; i < got.size(); ++i) r.data.append(reinterpret_cast<const char*>(&o.now), 8);
+  FZ_CHECK(apply_record(next, r, sh), "a touching search returned an id the model does not hold");
+  return true;
+}
+
 // Creates a durable store and applies an input-driven sequence of writes,
 // checking each status and sequence number against the model.
 Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFiles& files) {
@@ -254,7 +360,7 @@ Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFil
   for (int k = 0; k < writes; ++k) {
     fz::JournalRecordImage r;
     r.seq = w.states.size();
-    const int what = fdp.ConsumeIntegralInRange<int>(0, 9);
+    const int what = fdp.ConsumeIntegralInRange<int>(0, 15);
     if (what == 9) {
       st = mnemo_store_checkpoint(s);
       FZ_CHECK(st == MNEMO_OK, "checkpoint: " + fz::status_text(st));
@@ -262,18 +368,39 @@ Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFil
       w.base_seq = w.states.size() - 1;
       continue;
     }
-    r.op = what < 5 ? 1 : what < 7 ? 2 : 3;
-    r.count = fdp.ConsumeIntegralInRange<uint64_t>(1, 3);
-    fz::Buf ids(r.count * 8), data(r.count * std::max<uint64_t>(sh.dim, 1) * 4);
-    for (uint64_t i = 0; i < r.count; ++i) ids.as<uint64_t>()[i] = pick_id(fdp);
-    r.ids.assign(ids.as<uint64_t>(), ids.as<uint64_t>() + r.count);
     Contents next = w.states.back();
     bool journaled = true;
-    if (r.op == 1) {
-      r.dtype = fdp.ConsumeBool() ? MNEMO_DTYPE_F32 : sh.dtype;
-      for (uint64_t e = 0; e < r.count * sh.dim; ++e) fz::put_elem(data.data(), r.dtype, e, storable(fdp, sh.dtype));
-      r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * sh.dim * fz::dtype_bytes(r.dtype));
-      st = mnemo_store_add(s, ids.as<uint64_t>(), data.data(), r.dtype, r.count);
+    if (what >= 14) {
+      if (!touch_search(fdp, s, sh, next, r)) continue;
+      w.states.push_back(std::move(next));
+      w.journal.push_back(std::move(r));
+      continue;
+    }
+    r.op = what < 5 ? 1 : what < 7 ? 2 : what < 9 ? 3 : what < 12 ? 6 : what < 13 ? 4 : 5;
+    r.count = fdp.ConsumeIntegralInRange<uint64_t>(1, 3);
+    fz::Buf ids(r.count * 8), data(r.count * std::max<uint64_t>(sh.dim, 1) * 4), times(r.count * 8),
+        importance(r.count * 4);
+    for (uint64_t i = 0; i < r.count; ++i) ids.as<uint64_t>()[i] = pick_id(fdp);
+    r.ids.assign(ids.as<uint64_t>(), ids.as<uint64_t>() + r.count);
+    if (r.op == 1 || r.op == 6) {
+      const int32_t vdt = fdp.ConsumeBool() ? MNEMO_DTYPE_F32 : sh.dtype;
+      for (uint64_t e = 0; e < r.count * sh.dim; ++e) fz::put_elem(data.data(), vdt, e, storable(fdp, sh.dtype));
+      r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * sh.dim * fz::dtype_bytes(vdt));
+      // add_memories with times, importance, both, or neither (then the
+      // library writes a plain add record).
+      const uint32_t flags = r.op == 6 ? fdp.ConsumeIntegralInRange<uint32_t>(0, 3) : 0;
+      for (uint64_t i = 0; i < r.count; ++i) {
+        if (flags & 1) times.as<double>()[i] = pick_time(fdp);
+        if (flags & 2) importance.as<float>()[i] = fz::hurt_float(fdp);
+      }
+      if (flags & 1) r.data.append(reinterpret_cast<const char*>(times.data()), r.count * 8);
+      if (flags & 2) r.data.append(reinterpret_cast<const char*>(importance.data()), r.count * 4);
+      if (r.op == 6 && flags == 0) r.op = 1;
+      r.dtype = vdt | static_cast<int32_t>(flags << 8);
+      st = r.op == 1 && fdp.ConsumeBool() ? mnemo_store_add(s, ids.as<uint64_t>(), data.data(), vdt, r.count)
+                                          : mnemo_store_add_memories(s, ids.as<uint64_t>(), data.data(), vdt, r.count,
+                                                                     (flags & 1) ? times.as<double>() : nullptr,
+                                                                     (flags & 2) ? importance.as<float>() : nullptr);
       FZ_CHECK(st == MNEMO_OK, "add: " + fz::status_text(st));
       FZ_CHECK(apply_record(next, r, sh), "the model refuses an add the store took");
     } else if (r.op == 2) {
@@ -283,13 +410,21 @@ Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFil
       const size_t before = next.size();
       apply_record(next, r, sh);
       journaled = next.size() != before;  // only removals that change something are journaled
+    } else if (r.op == 4) {
+      for (uint64_t i = 0; i < r.count; ++i) times.as<double>()[i] = pick_time(fdp);
+      r.data.assign(reinterpret_cast<const char*>(times.data()), r.count * 8);
+      st = mnemo_store_set_times(s, ids.as<uint64_t>(), times.as<double>(), r.count);
+      journaled = apply_record(next, r, sh);
+      FZ_CHECK(st == (journaled ? MNEMO_OK : MNEMO_E_NOT_FOUND), "set_times: " + fz::status_text(st));
     } else {
       for (uint64_t i = 0; i < r.count; ++i)
-        data.as<float>()[i] = static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f;
+        data.as<float>()[i] =
+            r.op == 3 ? static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f : fz::hurt_float(fdp);
       r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * 4);
-      st = mnemo_store_set_bias(s, ids.as<uint64_t>(), data.as<float>(), r.count);
+      st = r.op == 3 ? mnemo_store_set_bias(s, ids.as<uint64_t>(), data.as<float>(), r.count)
+                     : mnemo_store_set_importance(s, ids.as<uint64_t>(), data.as<float>(), r.count);
       journaled = apply_record(next, r, sh);
-      FZ_CHECK(st == (journaled ? MNEMO_OK : MNEMO_E_NOT_FOUND), "set_bias: " + fz::status_text(st));
+      FZ_CHECK(st == (journaled ? MNEMO_OK : MNEMO_E_NOT_FOUND), "set_bias or set_importance: " + fz::status_text(st));
     }
     if (journaled) {
       w.states.push_back(std::move(next));
@@ -436,11 +571,27 @@ void check_store(mnemo_store* s, const Expect& e, const DurableFiles& files, uin
     const mnemo_status st = mnemo_store_get(s, id, out.as<float>());
     FZ_CHECK(st == MNEMO_OK, "get of id " + std::to_string(id) + ": " + fz::status_text(st));
     for (uint64_t j = 0; j < dim; ++j) {
-      const float want = static_cast<float>(fz::get_elem(row.first.data(), dtype, j));
+      const float want = static_cast<float>(fz::get_elem(row.vec.data(), dtype, j));
       FZ_CHECK(std::memcmp(&want, out.as<float>() + j, 4) == 0, "vector of id " + std::to_string(id) + " differs");
     }
   }
-  // Biases are seen in a saved copy.
+  // The metadata by get_meta, and everything once more in a saved copy.
+  if (!e.want.empty()) {
+    fz::Buf ids(e.want.size() * 8), t(e.want.size() * 8), imp(e.want.size() * 4), b(e.want.size() * 4);
+    size_t i = 0;
+    for (const auto& kv : e.want) ids.as<uint64_t>()[i++] = kv.first;
+    const mnemo_status st =
+        mnemo_store_get_meta(s, ids.as<uint64_t>(), e.want.size(), t.as<double>(), imp.as<float>(), b.as<float>());
+    FZ_CHECK(st == MNEMO_OK, "get_meta: " + fz::status_text(st));
+    i = 0;
+    for (const auto& [id, m] : e.want) {
+      FZ_CHECK(bits_of<uint64_t>(t.as<double>()[i]) == m.time &&
+                   bits_of<uint32_t>(imp.as<float>()[i]) == m.importance &&
+                   bits_of<uint32_t>(b.as<float>()[i]) == m.bias,
+               "metadata of id " + std::to_string(id) + " differs");
+      ++i;
+    }
+  }
   FZ_CHECK(mnemo_store_save(s, files.again.c_str()) == MNEMO_OK, "save of an opened durable store");
   fz::StoreImage got;
   std::string why;

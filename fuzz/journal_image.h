@@ -12,13 +12,19 @@
 
 namespace fz {
 
+// Ops: 1 add, 2 remove, 3 set_bias, 4 set_times, 5 set_importance,
+// 6 add_memories (an add with times and/or importance).
 struct JournalRecordImage {
-  uint32_t op = 1;  // 1 add, 2 remove, 3 set_bias
+  uint32_t op = 1;
   uint64_t seq = 0;
   uint64_t count = 0;
-  int32_t dtype = 0;          // add: dtype of the vectors; 0 otherwise
+  // The record's dtype field as written: add, add_memories: the vectors'
+  // dtype, for add_memories | flags << 8 (1 times, 2 importance); 0 otherwise
+  int32_t dtype = 0;
   std::vector<uint64_t> ids;  // [count]
-  std::string data;           // payload after the ids: vectors or f32 biases
+  // payload after the ids: vectors (add_memories: then f64 times and f32
+  // importance as flagged), f32 biases or importances, or f64 times
+  std::string data;
 };
 
 struct JournalImage {

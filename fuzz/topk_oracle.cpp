@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -86,6 +87,70 @@ std::string check_topk(int32_t metric, const std::vector<ref::Candidate>& cands,
     }
   }
   return "";
+}
+
+namespace {
+
+// The recency term 2^(-age / half_life) (1 for an age <= 0) in f64, and the
+// bound of its f32 evaluation.
+void recency_ref(double now, double t, double hl, double* rec, double* tol) {
+  const double age = now - t;
+  if (!(age > 0)) {
+    *rec = 1.0, *tol = 0.0;
+    return;
+  }
+  // An infinite half-life: no decay, whatever the age (which may itself
+  // overflow f64 between times near its range).
+  const double x = std::isinf(hl) ? 0.0 : age / hl;
+  *rec = std::exp2(-x);
+  // An underflowed power has no relative error to speak of (x may be inf).
+  *tol = (*rec > 0 ? *rec * (x * std::ldexp(1.0, -22) + std::ldexp(1.0, -21)) : 0.0) + std::ldexp(1.0, -140);
+}
+
+// Min-max scaling in f64 with the bound of the f32 evaluation from values
+// each known within `tol`. Where the range is within the error the scaled
+// value may be anything in [0, 1].
+double scaled(double x, double lo, double hi, double tol, double* out_tol) {
+  if (!(hi > lo)) {
+    *out_tol = tol > 0 ? 0.5 : 0.0;  // the f32 values may still differ
+    return 0.5;
+  }
+  const double v = (x - lo) / (hi - lo);
+  *out_tol = std::min(4.0 * tol / (hi - lo) + std::ldexp(1.0, -20), std::max(v, 1.0 - v) + std::ldexp(1.0, -20));
+  return v;
+}
+
+}  // namespace
+
+std::vector<ref::Candidate> activation_candidates(const std::vector<ActTerm>& terms, const ActParams& p,
+                                                  bool higher_is_better) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> rec(terms.size()), rec_tol(terms.size());
+  double rlo = inf, rhi = -inf, clo = inf, chi = -inf, ilo = inf, ihi = -inf, rtol = 0, ctol = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const ActTerm& t = terms[i];
+    recency_ref(p.now, t.time, p.half_life, &rec[i], &rec_tol[i]);
+    rlo = std::min(rlo, t.rel), rhi = std::max(rhi, t.rel), rtol = std::max(rtol, t.rel_tol);
+    clo = std::min(clo, rec[i]), chi = std::max(chi, rec[i]), ctol = std::max(ctol, rec_tol[i]);
+    ilo = std::min(ilo, t.imp), ihi = std::max(ihi, t.imp);
+  }
+  std::vector<ref::Candidate> c;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const ActTerm& t = terms[i];
+    double rel = t.rel, rel_tol = t.rel_tol, rc = rec[i], rc_tol = rec_tol[i], imp = t.imp, imp_tol = 0;
+    if (p.normalize) {
+      rel = scaled(t.rel, rlo, rhi, rtol, &rel_tol);
+      rc = scaled(rec[i], clo, chi, ctol, &rc_tol);
+      imp = scaled(t.imp, ilo, ihi, 0.0, &imp_tol);
+    }
+    const double a = p.w_rel * rel + p.w_rec * rc + p.w_imp * imp + t.bias;
+    const double tol =
+        std::fabs(p.w_rel) * rel_tol + std::fabs(p.w_rec) * rc_tol + std::fabs(p.w_imp) * imp_tol +
+        std::ldexp(std::fabs(p.w_rel * rel) + std::fabs(p.w_rec * rc) + std::fabs(p.w_imp * imp) + std::fabs(t.bias),
+                   -21);
+    c.push_back({t.id, higher_is_better ? a : -a, tol});
+  }
+  return c;
 }
 
 }  // namespace fz

@@ -44,13 +44,14 @@ __global__ void widen_kernel(const T* src, float* dst, uint64_t n) {
   if (i < n) dst[i] = to_f32(src[i]);
 }
 
+template <bool ACT>
 __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n,
                                    float* dots) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<uint64_t>(nq) * n) return;
   const uint32_t q = static_cast<uint32_t>(i / n);
   const uint32_t slot = first + static_cast<uint32_t>(i % n);
-  const SlotMeta m = slot_meta(s, slot);
+  const SlotMeta m = slot_meta<ACT>(s, slot);
   if (!m.live) {
     dots[i] = __int_as_float(0x7fc00000);
     return;
@@ -61,7 +62,7 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
     const float xn = s.norms[slot], qn = qnorms[q];
     sum = fmaxf(fmaf(-2.0f, sum, xn * xn + qn * qn), 0.0f);
   }
-  dots[i] = key_of(s, sum, qnorms[q], m);
+  dots[i] = key_of<ACT>(s, sum, qnorms[q], m);
 }
 
 __global__ void f16_misfit_kernel(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result) {
@@ -136,7 +137,8 @@ void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uin
                         cudaStream_t st) {
   const uint64_t total = static_cast<uint64_t>(nq) * n;
   if (total == 0) return;
-  finish_keys_kernel<<<ceil_div(total, 256), 256, 0, st>>>(s, qnorms, nq, first, n, dots);
+  auto kernel = s.act ? finish_keys_kernel<true> : finish_keys_kernel<false>;
+  kernel<<<ceil_div(total, 256), 256, 0, st>>>(s, qnorms, nq, first, n, dots);
   MNEMO_CUDA_LAUNCHED("finish_keys_kernel");
 }
 

@@ -4,6 +4,7 @@
 // block writes k candidates per query.
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "row_dot.cuh"
 
@@ -208,7 +209,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class T, bool L2, int QB>
+template <class T, bool L2, int QB, bool ACT>
 __global__ void __launch_bounds__(kThreads)
     score_rows_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                       float* __restrict__ keys) {
@@ -220,7 +221,7 @@ __global__ void __launch_bounds__(kThreads)
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
   for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += gridDim.x * kWarps) {
-    const SlotMeta m = slot_meta(s, row);
+    const SlotMeta m = slot_meta<ACT>(s, row);
     const unsigned char* rows[1] = {base + row * row_bytes};
     float acc[1][QB];
     row_sums<T, L2, 0, QB, 1>(rows, qs, s.ld, lane, acc);
@@ -230,7 +231,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int q = 1; q < QB; ++q)
         if (lane == q) v = acc[0][q];
       keys[static_cast<uint64_t>(lane) * s.slots + row] =
-          m.live ? key_of(s, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
+          m.live ? key_of<ACT>(s, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
     }
   }
 }
@@ -343,21 +344,26 @@ void launch_score_rows(const StoreRef& s, const float* queries, const float* qno
               "score smem");
       kernel<<<blocks, kThreads, smem, st>>>(s, q, qnorms + q0, n, out);
     };
-    // One query alone does not pay for four queries' arithmetic.
-    auto by_qb = [&](auto one, auto four) { n == 1 ? go(one) : go(four); };
+    // One query alone does not pay for four queries' arithmetic; plain
+    // searches keep the instances without activation.
+    auto by_qb = [&](auto one, auto four, auto one_act, auto four_act) {
+      if (s.act)
+        n == 1 ? go(one_act) : go(four_act);
+      else
+        n == 1 ? go(one) : go(four);
+    };
+    auto by_type = [&](auto t, auto l2c) {
+      using T = decltype(t);
+      constexpr bool L2 = decltype(l2c)::value;
+      by_qb(score_rows_kernel<T, L2, 1, false>, score_rows_kernel<T, L2, 4, false>, score_rows_kernel<T, L2, 1, true>,
+            score_rows_kernel<T, L2, 4, true>);
+    };
+    using L2t = std::true_type;
+    using L2f = std::false_type;
     switch (s.dtype) {
-      case DType::f16:
-        l2 ? by_qb(score_rows_kernel<__half, true, 1>, score_rows_kernel<__half, true, 4>)
-           : by_qb(score_rows_kernel<__half, false, 1>, score_rows_kernel<__half, false, 4>);
-        break;
-      case DType::bf16:
-        l2 ? by_qb(score_rows_kernel<__nv_bfloat16, true, 1>, score_rows_kernel<__nv_bfloat16, true, 4>)
-           : by_qb(score_rows_kernel<__nv_bfloat16, false, 1>, score_rows_kernel<__nv_bfloat16, false, 4>);
-        break;
-      default:
-        l2 ? by_qb(score_rows_kernel<float, true, 1>, score_rows_kernel<float, true, 4>)
-           : by_qb(score_rows_kernel<float, false, 1>, score_rows_kernel<float, false, 4>);
-        break;
+      case DType::f16: l2 ? by_type(__half{}, L2t{}) : by_type(__half{}, L2f{}); break;
+      case DType::bf16: l2 ? by_type(__nv_bfloat16{}, L2t{}) : by_type(__nv_bfloat16{}, L2f{}); break;
+      default: l2 ? by_type(float{}, L2t{}) : by_type(float{}, L2f{}); break;
     }
     MNEMO_CUDA_LAUNCHED("score_rows_kernel");
   }

@@ -32,6 +32,9 @@ __device__ void block_fold(WarpList& mine, Cand* lists, const int* counts, int k
 // (order-preserving bits) is a lower bound on query q's k-th best key, raised
 // by every block whose list fills: entries below it cannot make the answer,
 // so later tiles insert almost nothing.
+// ACT: activation keys, a separate instance so the plain one keeps its
+// registers.
+template <bool ACT>
 __global__ void __launch_bounds__(kThreads)
     select_rows_kernel(const float* __restrict__ vals, bool raw, StoreRef s, const float* __restrict__ qnorms,
                        uint32_t n, uint32_t first, uint32_t k, Cand* cand, uint64_t cand_stride, uint64_t cand_offset,
@@ -55,13 +58,13 @@ __global__ void __launch_bounds__(kThreads)
     if (has) {
       key = row[j];
       if (raw) {
-        const SlotMeta m = slot_meta(s, first + j);
+        const SlotMeta m = slot_meta<ACT>(s, first + j);
         if (!m.live) {
           has = false;
         } else {
           float sum = key;
           if (s.metric == KeyMetric::l2) sum = fmaxf(fmaf(-2.0f, sum, m.norm2 + qn * qn), 0.0f);
-          key = key_of(s, sum, qn, m);
+          key = key_of<ACT>(s, sum, qn, m);
         }
       }
       has = has && key == key && ordered_bits(key) >= floor_bits;
@@ -167,9 +170,10 @@ void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const fl
   for (uint32_t q0 = 0; q0 < nq; q0 += 65535) {  // grid.y limit
     const uint32_t nqq = std::min<uint32_t>(65535, nq - q0);
     const dim3 grid(blocks_per_row, nqq);
-    select_rows_kernel<<<grid, kThreads, list_smem(k), st>>>(
-        vals + static_cast<uint64_t>(q0) * n, raw, s, qnorms ? qnorms + q0 : nullptr, n, first, k,
-        cand + q0 * cand_stride, cand_stride, cand_offset, thr ? thr + q0 : nullptr);
+    auto kernel = s.act && raw ? select_rows_kernel<true> : select_rows_kernel<false>;
+    kernel<<<grid, kThreads, list_smem(k), st>>>(vals + static_cast<uint64_t>(q0) * n, raw, s,
+                                                 qnorms ? qnorms + q0 : nullptr, n, first, k, cand + q0 * cand_stride,
+                                                 cand_stride, cand_offset, thr ? thr + q0 : nullptr);
     MNEMO_CUDA_LAUNCHED("select_rows_kernel");
   }
 }

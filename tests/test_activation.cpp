@@ -522,3 +522,36 @@ TEST(ActivationCases, ShardedStoresAgreeWithOneStore) {
 }
 
 }  // namespace
+
+namespace {
+
+// An infinite half-life never decays, even for an age that overflows f64.
+TEST(ActivationCases, InfiniteHalfLifeWithAnInfiniteAge) {
+  auto s = mt::make_store(2, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
+  ASSERT_TRUE(s);
+  Buf<float> v(4), q(2);
+  v[0] = 1.0f, v[1] = 0.0f, v[2] = 0.0f, v[3] = 1.0f;
+  q[0] = 1.0f, q[1] = 1.0f;
+  Buf<uint64_t> ids(2);
+  ids[0] = 1, ids[1] = 2;
+  Buf<double> t(2);
+  t[0] = -1e308, t[1] = 0.0;
+  ASSERT_OK(mnemo_store_add_memories(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, t.data(), nullptr));
+  for (const uint32_t normalize : {0u, 1u}) {
+    mnemo_search_options o = mnemo_search_options_default();
+    o.activation = 1;
+    o.normalize = normalize;
+    o.w_recency = 1.0f;
+    o.half_life = kInf;
+    o.now = 1e308;
+    Buf<uint64_t> got(2);
+    Buf<float> sc(2);
+    ASSERT_OK(mnemo_store_search(s.get(), q.data(), 1, 2, &o, got.data(), sc.data()));
+    EXPECT_EQ(got[0], 1u);
+    EXPECT_EQ(got[1], 2u);
+    EXPECT_EQ(sc[0], sc[1]) << "normalize " << normalize;
+    EXPECT_EQ(sc[0], normalize ? 1.0f : 2.0f);
+  }
+}
+
+}  // namespace

@@ -386,7 +386,8 @@ void ActivationExtras(const double* times, const float* imp, const float* bias, 
     const size_t m = static_cast<size_t>(std::min<uint64_t>(L, n - i));
     for (size_t j = 0; j < L; ++j) {
       const double age = j < m ? now - times[i + j] : 0.0;
-      x[j] = age > 0.0 ? static_cast<float>(-age * inv_hl) : 0.0f;
+      // inv_hl = 0 (infinite half-life): no decay even for an infinite age.
+      x[j] = age > 0.0 && inv_hl != 0.0 ? static_cast<float>(-age * inv_hl) : 0.0f;
       b[j] = j < m && bias ? bias[i + j] : 0.0f;
       im[j] = j < m ? imp[i + j] : 0.0f;
     }

@@ -54,7 +54,9 @@ inline void spit(const std::string& path, const std::string& bytes) {
 
 // Reads a store of the crash test's shape (ids 1..kUniverse, dot metric,
 // small-integer vectors and biases, so scores and score differences are
-// exact) back into a model. Returns false when a call fails.
+// exact) back into a model: vectors by get, metadata by get_meta, and the
+// biases once more from searches with and without them, which must agree.
+// Returns false when a call fails or the two readings of a bias differ.
 inline bool read_back(const mnemo_store* s, crash::Model& out, std::string& why) {
   out.clear();
   crash::AVec<float> v(crash::kDim);
@@ -85,12 +87,32 @@ inline bool read_back(const mnemo_store* s, crash::Model& out, std::string& why)
     if (it == out.end() || !plain.count(ids1[i])) return why = "search returned an id get does not know", false;
     it->second.bias = sc1[i] - plain[ids1[i]];
   }
+  if (out.empty()) return true;
+  crash::AVec<uint64_t> ids(out.size());
+  crash::AVec<double> times(out.size());
+  crash::AVec<float> importance(out.size()), biases(out.size());
+  size_t at = 0;
+  for (const auto& kv : out) ids[at++] = kv.first;
+  if (mnemo_store_get_meta(s, ids.data(), ids.size(), times.data(), importance.data(), biases.data()) != MNEMO_OK)
+    return why = mnemo_last_error(), false;
+  at = 0;
+  for (auto& kv : out) {
+    if (biases[at] != kv.second.bias)
+      return why = "get_meta and search disagree on the bias of id " + std::to_string(kv.first), false;
+    kv.second.time = times[at];
+    kv.second.importance = importance[at++];
+  }
   return true;
 }
 
 inline std::string describe(const crash::Model& m) {
   std::string s = std::to_string(m.size()) + " ids:";
-  for (const auto& [id, e] : m) s += " " + std::to_string(id) + "(b=" + std::to_string(e.bias) + ")";
+  char buf[96];
+  for (const auto& [id, e] : m) {
+    std::snprintf(buf, sizeof buf, " %llu(b=%g t=%.1f i=%g)", static_cast<unsigned long long>(id), e.bias, e.time,
+                  e.importance);
+    s += buf;
+  }
   return s;
 }
 

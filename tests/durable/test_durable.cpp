@@ -3,6 +3,7 @@
 // point a crash interrupts), statistics, and argument errors.
 #include <sys/stat.h>
 
+#include <cstring>
 #include <string>
 
 #include "../support.h"
@@ -252,6 +253,132 @@ TEST(Durable, ArgumentErrors) {
   EXPECT_TRUE(mt::failed_with(mnemo_store_stats(plain.get(), &st), MNEMO_E_INVALID_ARGUMENT));
   EXPECT_EQ(std::memcmp(before.data(), &st, sizeof st), 0) << "stats written on error";
   EXPECT_TRUE(mt::failed_with(mnemo_store_stats(plain.get(), nullptr), MNEMO_E_NULL_POINTER));
+}
+
+// Per-memory last-access times and importance: every write that sets them
+// (add with times only, importance only or both, upserts that keep what they
+// do not give, set_times, set_importance, a touching search) is journaled,
+// replayed at reopen, kept by a checkpoint's snapshot, and reset when the
+// memory is removed.
+TEST(Durable, MemoryMetadataSurvivesReopen) {
+  dt::TempDir dir;
+  const std::string path = dir.file("mem.mnemo");
+  const mnemo_durable_options o = create_opts();
+  crash::Model m;
+  uint64_t writes = 0;
+  auto row = [](uint64_t id, int salt) {
+    crash::AVec<float> v;
+    for (uint64_t j = 0; j < crash::kDim; ++j)
+      v.push_back(static_cast<float>(static_cast<int>((id * 3 + j + salt) % 7) - 3));
+    return v;
+  };
+  auto write = [&](mnemo_store* s, crash::Op op) {
+    ASSERT_OK(crash::run_op(s, op));
+    crash::apply(m, op);
+    ++writes;
+  };
+  auto add = [&](mnemo_store* s, crash::Kind kind, std::vector<uint64_t> ids, std::vector<double> t,
+                 std::vector<float> imp, int salt) {
+    crash::Op op;
+    op.kind = kind;
+    for (uint64_t id : ids) {
+      op.ids.push_back(id);
+      const auto v = row(id, salt);
+      op.values.insert(op.values.end(), v.begin(), v.end());
+    }
+    op.times.assign(t.begin(), t.end());
+    op.importance.assign(imp.begin(), imp.end());
+    write(s, op);
+  };
+  auto set = [&](mnemo_store* s, crash::Kind kind, std::vector<uint64_t> ids, std::vector<double> t,
+                 std::vector<float> v) {
+    crash::Op op;
+    op.kind = kind;
+    op.ids.assign(ids.begin(), ids.end());
+    op.times.assign(t.begin(), t.end());
+    op.values.assign(v.begin(), v.end());
+    write(s, op);
+  };
+  auto touch = [&](mnemo_store* s, std::vector<uint64_t> ids, uint64_t k, double now) {
+    crash::Op op;
+    op.kind = crash::Kind::touch;
+    op.ids.assign(ids.begin(), ids.end());
+    for (uint64_t j = 0; j < crash::kDim; ++j) op.values.push_back(j % 2 ? 1.0f : -1.0f);
+    op.k = k;
+    op.now = now;
+    ASSERT_FALSE(crash::touched(m, op).empty());
+    write(s, op);
+  };
+  const double t0 = crash::kEpoch;
+  {
+    auto s = open_durable(path, &o);
+    ASSERT_TRUE(s);
+    using K = crash::Kind;
+    add(s.get(), K::add_memories, {1, 2}, {t0 + 1, t0 + 2.5}, {}, 0);                 // times only
+    add(s.get(), K::add_memories, {3, 4}, {}, {0.25f, -1.5f}, 0);                     // importance only
+    add(s.get(), K::add_memories, {5, 6, 7}, {t0 - 9, t0, t0 + 7}, {2, 0.5f, 3}, 0);  // both
+    add(s.get(), K::add, {1, 8}, {}, {}, 1);                                          // an upsert keeps the time of 1
+    add(s.get(), K::add_memories, {3}, {t0 + 33}, {}, 2);                             // ... and the importance of 3
+    add(s.get(), K::add_memories, {4}, {}, {4.75f}, 3);                               // ... and the time of 4 (0)
+    set(s.get(), K::set_times, {2, 8}, {t0 + 20, t0 - 1e6}, {});
+    set(s.get(), K::set_importance, {1, 6}, {}, {-2.0f, 1.25f});
+    set(s.get(), K::set_bias, {5}, {}, {3.0f});
+    touch(s.get(), {1, 2, 3, 4, 5, 6, 7, 8}, 3, t0 + 1000);
+    expect_holds(s.get(), m);
+    // Refused writes change nothing and are not journaled.
+    const crash::AVec<uint64_t> absent{1, 40};
+    const crash::AVec<double> t{t0, t0};
+    const crash::AVec<float> imp{1.0f, 1.0f};
+    EXPECT_TRUE(mt::failed_with(mnemo_store_set_times(s.get(), absent.data(), t.data(), 2), MNEMO_E_NOT_FOUND));
+    EXPECT_TRUE(mt::failed_with(mnemo_store_set_importance(s.get(), absent.data(), imp.data(), 2), MNEMO_E_NOT_FOUND));
+    // An activation search without touch is no write.
+    mnemo_search_options so = mnemo_search_options_default();
+    so.activation = 1;
+    so.now = t0;
+    crash::AVec<float> q(crash::kDim, 1.0f);
+    crash::AVec<uint64_t> ids(4);
+    crash::AVec<float> sc(4);
+    ASSERT_OK(mnemo_store_search(s.get(), q.data(), 1, 4, &so, ids.data(), sc.data()));
+    const mnemo_store_statistics st = stats_of(s.get());
+    EXPECT_EQ(st.journal_records, writes);
+    EXPECT_EQ(st.sequence, writes);
+    expect_holds(s.get(), m);
+  }
+  // From the journal.
+  auto s = open_durable(path, nullptr);
+  ASSERT_TRUE(s);
+  expect_holds(s.get(), m);
+  EXPECT_EQ(stats_of(s.get()).sequence, writes);
+  // A touch before a checkpoint, from the snapshot.
+  touch(s.get(), {2, 5, 7}, 2, t0 - 50);  // a now before the times it replaces: they still become now
+  ASSERT_OK(mnemo_store_checkpoint(s.get()));
+  s.reset();
+  const std::string snap = dt::slurp(path);
+  ASSERT_GE(snap.size(), 16u);
+  uint32_t version = 0;
+  std::memcpy(&version, snap.data() + 8, 4);
+  EXPECT_EQ(version, 3u) << "a checkpoint writes the current snapshot format";
+  s = open_durable(path, nullptr);
+  ASSERT_TRUE(s);
+  expect_holds(s.get(), m);
+  EXPECT_EQ(stats_of(s.get()).journal_records, 0u);
+  // After the checkpoint: a removed memory's metadata goes with it; added
+  // again it starts from zero.
+  {
+    crash::Op rm;
+    rm.kind = crash::Kind::remove;
+    rm.ids.push_back(6);
+    write(s.get(), rm);
+  }
+  add(s.get(), crash::Kind::add, {6}, {}, {}, 4);
+  touch(s.get(), {4, 6, 8}, 3, t0 + 5000);
+  set(s.get(), crash::Kind::set_importance, {8}, {}, {0.75f});
+  s.reset();
+  s = open_durable(path, nullptr);
+  ASSERT_TRUE(s);
+  expect_holds(s.get(), m);
+  EXPECT_EQ(m.at(6).importance, 0.0f);
+  EXPECT_EQ(m.at(6).time, t0 + 5000);
 }
 
 // Statistics of a plain store follow adds, removes and compaction.
