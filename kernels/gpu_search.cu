@@ -185,6 +185,36 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
+  } else if (fast && small && fused_gemm_wanted(kc)) {
+    // FAST batches with short lists: tensor-core GEMM with the selection in
+    // its epilogue (no score tile in device memory), then the merge of the
+    // chunk lists and the exact re-score below.
+    const void* qmat = q;
+    if (s.dtype != DType::f32) {
+      launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+      qmat = at<void>(fb, o_qt);
+    }
+    const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
+    auto cand_bytes = [&](uint64_t n) -> uint64_t {
+      if (n == 0) return 0;
+      return n * fused_gemm_chunks(slots, static_cast<uint32_t>(n), static_cast<unsigned>(sm_count)) * kc *
+             sizeof(Cand);
+    };
+    uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
+    while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
+    Arena ar;
+    const size_t o_terms = ar.add(static_cast<uint64_t>(slots) * 8),
+                 o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc)));
+    void* w = ctx.scratch(ar.size());
+    Cand* cand = at<Cand>(w, o_cand);
+    launch_slot_terms(s, at<void>(w, o_terms), st);
+    for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+      const unsigned chunks = fused_gemm_chunks(slots, n, static_cast<unsigned>(sm_count));
+      const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * qbytes;
+      const unsigned used = launch_fused_gemm_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand, st);
+      launch_merge(cand, n, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
+    }
   } else {
     // GEMM path: query chunks x slot tiles of dot products, then keys, then
     // selection into per-query candidate lists.

@@ -91,6 +91,20 @@ void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const fl
                         uint32_t first, uint32_t k, unsigned blocks_per_row, Cand* cand, uint64_t cand_stride,
                         uint64_t cand_offset, uint32_t* thr, cudaStream_t st);
 
+// Query batches in FAST mode with lists of at most kFusedMaxList entries:
+// a tensor-core GEMM whose epilogue selects (fused_gemm_topk.cu). queries
+// [nq x ld] in the storage dtype (f32 for f32 storage, then TF32), qnorms
+// [nq], terms [slots x 8 bytes] from launch_slot_terms (per call: they carry
+// the filter, bias and activation terms). Writes per-chunk lists cand[q][c][kc] for c < the returned chunk
+// count (at most `chunks`, from fused_gemm_chunks), each sorted best first
+// with approximate keys, for launch_merge and the exact re-score.
+constexpr int kFusedMaxList = 48;
+bool fused_gemm_wanted(uint32_t kc);
+unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count);
+void launch_slot_terms(const StoreRef& s, void* terms, cudaStream_t st);
+unsigned launch_fused_gemm_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
+                                uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, cudaStream_t st);
+
 // Merges m candidates per query (cand[q * m ...]) into a sorted list of k:
 // out[q * k ...] (missing entries: key NaN, slot UINT32_MAX).
 void launch_merge(const Cand* cand, uint32_t nq, uint64_t m, uint32_t k, const uint64_t* ids, Cand* out,

@@ -165,7 +165,17 @@ std::vector<Case> cases() {
       v.push_back({6000, 100, 40, 100, dt, me, kFast, 0});
       v.push_back({6000, 96, 17, 300, dt, me, kExact, 0});
       v.push_back({6000, 96, 17, 300, dt, me, kFast, 0});
+      // FAST batches with short lists (the GEMM with the selection in its
+      // epilogue): a partial second query tile, rows not a multiple of the
+      // tile, ld past dim; k = N below a warp (the filter keeps fewer than k).
+      v.push_back({6001, 100, 70, 10, dt, me, kFast, 0});
+      v.push_back({20, 5, 16, 20, dt, me, kFast, 0});
     }
+  // The longest fused lists (k = 24, 48 candidates), many chunks per query
+  // tile, and 16-byte pieces of K past the last full stage (dim 200).
+  v.push_back({30011, 200, 130, 24, kF16, kCos, kFast, 0});
+  v.push_back({30011, 64, 33, 1, kBF16, kL2, kFast, 0});
+  v.push_back({12345, 768, 16, 16, kF32, kDot, kFast, 0});
   // Tiles: a small workspace forces several slot tiles and query chunks.
   v.push_back({100000, 16, 200, 10, kF32, kCos, kFast, 64ull << 20});
   v.push_back({100000, 16, 200, 10, kF16, kL2, kExact, 64ull << 20});
