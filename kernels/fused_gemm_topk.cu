@@ -159,38 +159,56 @@ __global__ void __launch_bounds__(kThreads, 1)
     lcount[threadIdx.x] = 0;
   }
 
-  // Stage loader: 128-byte pieces of 128 store rows and 64 query rows.
-  auto load = [&](uint64_t step) {
-    uint32_t* st = sm + (step % kStages) * kStageWords;
-    const uint32_t tile = static_cast<uint32_t>(step / ktiles), kt = static_cast<uint32_t>(step % ktiles);
-    const uint64_t col0 = static_cast<uint64_t>(kt) * kBK;
-    for (int i = threadIdx.x; i < (kBS + kBQ) * 8; i += kThreads) {
-      const int r = i >> 3, c = i & 7;
-      const uint64_t col = col0 + static_cast<uint64_t>(c) * kElems16;
-      const T* src;
-      bool ok = col < s.ld;
-      if (r < kBS) {
-        const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(tile) * kBS + r;
-        ok = ok && slot < hi;
-        src = static_cast<const T*>(s.vectors) + (ok ? slot : lo) * s.ld + (ok ? col : 0);
-      } else {
-        const uint32_t q = q0 + (r - kBS);
-        ok = ok && q < nq;
-        src = queries + static_cast<uint64_t>(ok ? q : 0) * s.ld + (ok ? col : 0);
-      }
-      cp_async16(st + r * kRowWords + c * 4, src, ok);
+  // Stage loader: 128-byte pieces of 128 store rows and 64 query rows. Each
+  // thread always copies the same 16-byte column piece of the same rows, so
+  // the per-step work is six copies and pointer updates (integer work per
+  // step, not the MMAs, bounds a small-K tile otherwise).
+  const int lr = threadIdx.x >> 3, lc = threadIdx.x & 7;
+  const T* xsrc[kBS / 32];
+  const T* qsrc[kBQ / 32];
+  bool xok[kBS / 32], qok[kBQ / 32];
+#pragma unroll
+  for (int j = 0; j < kBQ / 32; ++j) {
+    const uint32_t q = q0 + lr + 32 * j;
+    qok[j] = q < nq;
+    qsrc[j] = queries + static_cast<uint64_t>(qok[j] ? q : 0) * s.ld + lc * kElems16;
+  }
+  auto set_tile = [&](uint32_t tile) {
+#pragma unroll
+    for (int j = 0; j < kBS / 32; ++j) {
+      const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(tile) * kBS + lr + 32 * j;
+      xok[j] = slot < hi;
+      xsrc[j] = static_cast<const T*>(s.vectors) + (xok[j] ? slot : lo) * s.ld + lc * kElems16;
     }
+  };
+  uint32_t ltile = 0, lkt = 0;
+  int lstage = 0;
+  set_tile(0);
+  auto load_next = [&]() {
+    uint32_t* st = sm + lstage * kStageWords + lr * kRowWords + lc * 4;
+    const uint32_t off = lkt * kBK;
+    const bool cok = off + lc * kElems16 < s.ld;
+    const uint32_t o = cok ? off : 0;
+#pragma unroll
+    for (int j = 0; j < kBS / 32; ++j) cp_async16(st + 32 * j * kRowWords, xsrc[j] + o, cok && xok[j]);
+#pragma unroll
+    for (int j = 0; j < kBQ / 32; ++j) cp_async16(st + (kBS + 32 * j) * kRowWords, qsrc[j] + o, cok && qok[j]);
     // The tile's slot terms with its first piece of K, into one of four
     // buffers (a tile's terms are read in its last step, up to two steps
     // after the next tiles' loads were issued).
-    if (kt == 0 && threadIdx.x < kBS / 2) {
-      const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(tile) * kBS + threadIdx.x * 2;
+    if (lkt == 0 && threadIdx.x < kBS / 2) {
+      const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(ltile) * kBS + threadIdx.x * 2;
       const bool ok = slot < hi;
-      cp_async16(sm + L.meta() + (tile & 3) * 2 * kBS + threadIdx.x * 4, terms + (ok ? slot : lo), ok);
+      cp_async16(sm + L.meta() + (ltile & 3) * 2 * kBS + threadIdx.x * 4, terms + (ok ? slot : lo), ok);
+    }
+    lstage = lstage + 1 == kStages ? 0 : lstage + 1;
+    if (++lkt == ktiles) {
+      lkt = 0;
+      if (++ltile < tiles) set_tile(ltile);
     }
   };
   for (int p = 0; p < kStages - 1; ++p) {
-    if (static_cast<uint64_t>(p) < steps) load(p);
+    if (static_cast<uint64_t>(p) < steps) load_next();
     cp_async_commit();
   }
   float acc[2][4][4];
@@ -205,11 +223,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       qs[j][e] = qscale[ql];
     }
 
+  uint32_t tile = 0, kt = 0;
+  int cstage = 0;
   for (uint64_t step = 0; step < steps; ++step) {
-    const uint32_t tile = static_cast<uint32_t>(step / ktiles), kt = static_cast<uint32_t>(step % ktiles);
     cp_async_wait<kStages - 2>();
     __syncthreads();
-    if (step + kStages - 1 < steps) load(step + kStages - 1);
+    if (step + kStages - 1 < steps) load_next();
     cp_async_commit();
     if (kt == 0) {
 #pragma unroll
@@ -219,7 +238,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
     }
-    const uint32_t* xs = sm + (step % kStages) * kStageWords;
+    const uint32_t* xs = sm + cstage * kStageWords;
+    cstage = cstage + 1 == kStages ? 0 : cstage + 1;
     const uint32_t* qv = xs + kBS * kRowWords;
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {  // 32 bytes of K per mma step, 128 per stage
@@ -244,7 +264,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int j = 0; j < 4; ++j) Mma<T>::mma(acc[i][j], a[i], b[j]);
     }
-    if (kt + 1 < ktiles) continue;
+    if (++kt < ktiles) continue;
+    kt = 0;
 
     // Epilogue of the tile: keys against each query's threshold.
     const float2* m = reinterpret_cast<const float2*>(sm + L.meta()) + (tile & 3) * kBS;
@@ -283,6 +304,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int e = 0; e < 2; ++e) th[j][e] = theta[wq * 32 + j * 8 + 2 * t + e];
     }
+    ++tile;
   }
   cp_async_wait<0>();
   __syncthreads();
