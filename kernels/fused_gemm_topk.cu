@@ -34,6 +34,13 @@ __device__ __forceinline__ void cp_async16(uint32_t* dst, const void* src, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(n));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Four 8x8 matrices of 16-bit pairs (also 8 rows x 4 words of TF32):
+// thread l gets word l % 4 of row l / 4 of each.
+__device__ __forceinline__ void ldsm4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -223,6 +230,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       qs[j][e] = qscale[ql];
     }
 
+  // ldmatrix row addresses: lanes 8m..8m+7 give the rows of matrix m. A
+  // (m-tile i): matrices rows 0-7 / 8-15 by m & 1, words 0-3 / 4-7 by m >> 1;
+  // B (n-tiles 2p, 2p+1): n-tile by m >> 1, words by m & 1.
+  const uint32_t sm_base = static_cast<uint32_t>(__cvta_generic_to_shared(sm));
+  const int mi = lane >> 3, mr = lane & 7;
+  uint32_t a_off[2], b_off[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) a_off[i] = ((ws * 32 + i * 16 + (mi & 1) * 8 + mr) * kRowWords + (mi >> 1) * 4) * 4;
+#pragma unroll
+  for (int p = 0; p < 2; ++p)
+    b_off[p] = ((kBS + wq * 32 + (2 * p + (mi >> 1)) * 8 + mr) * kRowWords + (mi & 1) * 4) * 4;
   uint32_t tile = 0, kt = 0;
   int cstage = 0;
   for (uint64_t step = 0; step < steps; ++step) {
@@ -238,32 +256,35 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
     }
-    const uint32_t* xs = sm + cstage * kStageWords;
-    cstage = cstage + 1 == kStages ? 0 : cstage + 1;
-    const uint32_t* qv = xs + kBS * kRowWords;
+    // Fragments of the stage's four k-steps first (ldmatrix, 16 in flight),
+    // then the 32 MMAs: one block per SM leaves 2 warps per scheduler, so
+    // the latency is hidden by independent instructions, not by warps.
+    const uint32_t base = sm_base + static_cast<uint32_t>(cstage * kStageWords * 4);
+    uint32_t a[4][2][4], b[4][4][2];
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {  // 32 bytes of K per mma step, 128 per stage
-      const int c0 = ks * 8;
-      uint32_t a[2][4], b[4][2];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const uint32_t* r0 = xs + (ws * 32 + i * 16 + g) * kRowWords + c0 + t;
-        a[i][0] = Mma<T>::frag(r0[0]);
-        a[i][1] = Mma<T>::frag(r0[8 * kRowWords]);
-        a[i][2] = Mma<T>::frag(r0[4]);
-        a[i][3] = Mma<T>::frag(r0[8 * kRowWords + 4]);
-      }
+      for (int i = 0; i < 2; ++i) ldsm4(a[ks][i][0], a[ks][i][1], a[ks][i][2], a[ks][i][3], base + a_off[i] + ks * 32);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t* r0 = qv + (wq * 32 + j * 8 + g) * kRowWords + c0 + t;
-        b[j][0] = Mma<T>::frag(r0[0]);
-        b[j][1] = Mma<T>::frag(r0[4]);
-      }
+      for (int p = 0; p < 2; ++p)
+        ldsm4(b[ks][2 * p][0], b[ks][2 * p][1], b[ks][2 * p + 1][0], b[ks][2 * p + 1][1], base + b_off[p] + ks * 32);
+    }
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) Mma<T>::mma(acc[i][j], a[i], b[j]);
+        for (int e = 0; e < 4; ++e) a[ks][i][e] = Mma<T>::frag(a[ks][i][e]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) b[ks][j][e] = Mma<T>::frag(b[ks][j][e]);
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) Mma<T>::mma(acc[i][j], a[ks][i], b[ks][j]);
     }
+    cstage = cstage + 1 == kStages ? 0 : cstage + 1;
     if (++kt < ktiles) continue;
     kt = 0;
 
