@@ -31,6 +31,7 @@ ExecContext::~ExecContext() {
     cudaEventSynchronize(last_use);
     cudaEventDestroy(last_use);
   }
+  graphs.clear();  // before the buffers and the stream they use
   if (blas) cublasDestroy(blas);
   if (stream) cudaStreamDestroy(stream);
 }

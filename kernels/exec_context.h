@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda_util.cuh"
+#include "graph_cache.h"
 
 namespace mnemo::cuda {
 
@@ -29,6 +30,13 @@ struct ExecContext {
     return work.get();
   }
   void sync() { MNEMO_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+  // Pinned staging of at least `bytes`. Growing it frees the old buffer,
+  // which cached search graphs copy from and to: they go first.
+  void reserve_staging(size_t bytes) {
+    if (bytes <= staging.size()) return;
+    graphs.clear();
+    staging.reserve(bytes);
+  }
 
   // Calls on device pointers run on the caller's stream `st` and return
   // without waiting: begin_on orders this context's earlier work (on any
@@ -67,6 +75,8 @@ struct ExecContext {
   // (a ticket and per-query bounds); such a kernel leaves them zero again.
   DeviceBuffer counters;
   static constexpr size_t kCounterWords = 64;
+  // Host-call searches captured as CUDA graphs, over the buffers above.
+  SearchGraphs graphs;
 };
 
 class ContextPool {

@@ -329,7 +329,9 @@ void CudaBackend::search(const SearchArgs& a) {
   const bool copy_q = !dev || ld != v.dim;
   Arena io;
   const uint64_t words = (static_cast<uint64_t>(slots) + 63) / 64;
-  const size_t o_q = io.add(copy_q ? nq * ld * 4 : 0), o_qn = io.add(nq * 4), o_allow = io.add(a.allow ? words * 8 : 0);
+  // The filter right after the queries: host calls upload both from pinned
+  // staging, laid out alike, in one copy.
+  const size_t o_q = io.add(copy_q ? nq * ld * 4 : 0), o_allow = io.add(a.allow ? words * 8 : 0), o_qn = io.add(nq * 4);
   // Host results: ids then scores in one span, downloaded by one copy.
   const size_t o_ids = io.add(dev ? 0 : nq * emit_k * 12);
   if (dev) {
@@ -356,33 +358,80 @@ void CudaBackend::search(const SearchArgs& a) {
   iob.reserve(io.size());
   const float* q = copy_q ? at<float>(iob.get(), o_q) : a.queries;
   float* qn = at<float>(iob.get(), o_qn);
-  if (dev) {
-    if (copy_q) {
-      float* qd = at<float>(iob.get(), o_q);
-      MNEMO_CUDA_CHECK(cudaMemsetAsync(qd, 0, nq * ld * 4, st));
-      MNEMO_CUDA_CHECK(
-          cudaMemcpy2DAsync(qd, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyDeviceToDevice, st));
-    }
-  } else {
-    // One pinned staging buffer for the query upload and the result
-    // download, sized once so it is never reallocated while a copy is in
-    // flight.
-    ctx->staging.reserve(std::max<size_t>(nq * v.dim * 4, nq * emit_k * 12) + 16);
-    upload_queries(*ctx, a.queries, nq, v.dim, ld, at<float>(iob.get(), o_q));
-  }
-  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
-  if (a.allow) {
-    s.allow = at<uint64_t>(iob.get(), o_allow);
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), a.allow, words * 8, cudaMemcpyHostToDevice, st));
-  }
-  uint64_t* d_ids = dev ? a.ids : at<uint64_t>(iob.get(), o_ids);
+  if (a.allow) s.allow = at<uint64_t>(iob.get(), o_allow);
+  // One pinned staging buffer for the host inputs (the queries at its
+  // start, then the filter, as in io) and the results, sized once so it is
+  // never reallocated while a copy is in flight.
+  const size_t o_staged_allow = o_allow - o_q;
+  if (!dev) ctx->reserve_staging(std::max<size_t>(o_staged_allow + (a.allow ? words * 8 : 0), nq * emit_k * 12) + 16);
+  unsigned char* staged = ctx->staging.get<unsigned char>();
+  const bool results = !dev && !(normalized && a.act.ranges_out) && slots > 0 && emit_k > 0;
+  // Few host queries on the fused scan: its last block writes the results
+  // straight into pinned staging (device-accessible under unified
+  // addressing), which saves a copy; other host calls download them.
+  const bool scan_call =
+      results && !normalized && nq < kGemmMinQueries && search_list_length(slots, a.k, false) <= kSmallKMax;
+  uint64_t* d_ids = dev ? a.ids : scan_call ? reinterpret_cast<uint64_t*>(staged) : at<uint64_t>(iob.get(), o_ids);
   float* d_scores = dev ? a.scores : reinterpret_cast<float*>(d_ids + nq * emit_k);
   const uint64_t k_out = dev ? a.k : emit_k;
-  if (normalized)
-    normalized_device_search(*ctx, st, s, a.act, q, qn, nq, a.k, k_out, cfg_.workspace_bytes, sm_count_, d_ids,
-                             d_scores);
-  else
-    device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+  // The host inputs into pinned staging: all that a replayed graph needs of
+  // the host. Fused-scan calls stage their queries as zero-padded rows of
+  // ld and upload them with the filter in one flat copy: each copy node of
+  // a graph costs microseconds, and a 2D copy of several rows more (both
+  // measured on an H200); other calls' upload_queries stages its own.
+  auto stage = [&] {
+    if (scan_call && ld == v.dim) {
+      std::memcpy(staged, a.queries, nq * ld * 4);
+    } else if (scan_call) {
+      for (uint64_t i = 0; i < nq; ++i) {
+        float* row = reinterpret_cast<float*>(staged) + i * ld;
+        std::memcpy(row, a.queries + i * v.dim, v.dim * 4);
+        std::memset(row + v.dim, 0, (ld - v.dim) * 4);
+      }
+    }
+    if (a.allow) std::memcpy(staged + o_staged_allow, a.allow, words * 8);
+  };
+  // The call from its inputs to the results (in pinned staging for host
+  // results), queued on st.
+  auto enqueue = [&] {
+    if (dev) {
+      if (copy_q) {
+        float* qd = at<float>(iob.get(), o_q);
+        MNEMO_CUDA_CHECK(cudaMemsetAsync(qd, 0, nq * ld * 4, st));
+        MNEMO_CUDA_CHECK(
+            cudaMemcpy2DAsync(qd, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyDeviceToDevice, st));
+      }
+    } else {
+      stage();
+      if (scan_call)
+        MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<float>(iob.get(), o_q), staged,
+                                         a.allow ? o_staged_allow + words * 8 : nq * ld * 4, cudaMemcpyHostToDevice,
+                                         st));
+      else
+        upload_queries(*ctx, a.queries, nq, v.dim, ld, at<float>(iob.get(), o_q));
+    }
+    launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+    if (a.allow && !scan_call) {
+      const void* src = dev ? static_cast<const void*>(a.allow) : staged + o_staged_allow;
+      MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), src, words * 8, cudaMemcpyHostToDevice, st));
+    }
+    if (normalized)
+      normalized_device_search(*ctx, st, s, a.act, q, qn, nq, a.k, k_out, cfg_.workspace_bytes, sm_count_, d_ids,
+                               d_scores);
+    else
+      device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+    if (results && !scan_call)
+      MNEMO_CUDA_CHECK(cudaMemcpyAsync(staged, d_ids, nq * emit_k * 12, cudaMemcpyDeviceToHost, st));
+  };
+  // The fused scan's host calls as one graph launch (graph_cache.h), the
+  // host copies around it.
+  if (scan_call && SearchGraphs::enabled()) {
+    const SearchGraphKey key =
+        search_graph_key(*ctx, s, q, qn, nq, a.k, k_out, fast, d_ids, d_scores, cfg_.workspace_bytes, sm_count_);
+    ctx->graphs.run(key, st, stage, enqueue);
+  } else {
+    enqueue();
+  }
   if (dev) {
     ctx->end_on(st);
     ds->add_reader(st);
@@ -391,8 +440,6 @@ void CudaBackend::search(const SearchArgs& a) {
   if (normalized && a.act.ranges_out) return;  // ranges only, written (and waited for) above
   auto* h_ids = ctx->staging.get<uint64_t>();
   auto* h_scores = reinterpret_cast<float*>(h_ids + nq * emit_k);
-  if (slots > 0 && emit_k > 0)
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids, d_ids, nq * emit_k * 12, cudaMemcpyDeviceToHost, st));
   ctx->sync();
   // Columns past the candidates (k beyond the slot count) are padding.
   const float nan = std::numeric_limits<float>::quiet_NaN();
