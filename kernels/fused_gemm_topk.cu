@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <type_traits>
 
 #include "row_dot.cuh"
 
@@ -103,6 +104,13 @@ struct FusedSmem {
   __host__ __device__ size_t bytes() const { return words() * 4; }
 };
 
+// Start offsets of blocks in K and in their chunk (see the kernel).
+struct FusedOrder {
+  bool rotate_k;
+  uint32_t tile_groups;
+  bool round_tf32;  // f32 storage: round operands to TF32 (else the MMA truncates them)
+};
+
 // Merges query q's buffer into its list (one warp) and sets its threshold.
 __device__ void merge_buffer(int q, const FusedSmem& L, uint32_t* sm, const uint64_t* ids, int lane) {
   int* count = reinterpret_cast<int*>(sm + L.count());
@@ -133,7 +141,7 @@ template <class T>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_gemm_topk_kernel(StoreRef s, const T* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                            const float2* __restrict__ terms, uint32_t kc, uint32_t chunk_slots, Cand* __restrict__ cand,
-                           uint64_t cand_stride) {
+                           uint64_t cand_stride, FusedOrder order) {
   extern __shared__ __align__(16) uint32_t sm[];
   const FusedSmem L(static_cast<int>(kc));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -146,6 +154,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kBK = 128 / sizeof(T);  // elements of K per stage
   const uint32_t ktiles = static_cast<uint32_t>((s.ld + kBK - 1) / kBK);
   const uint64_t steps = static_cast<uint64_t>(tiles) * ktiles;
+  // Where this block starts in K and in its chunk: blocks that run at the
+  // same time then ask L2 for different lines instead of all for the same
+  // query (or store) piece at once. The sum of a tile is the same set of
+  // products in another order; candidates are re-scored exactly anyway.
+  const uint32_t kt0 = order.rotate_k ? blockIdx.y % ktiles : 0;
+  const uint32_t t0 = order.tile_groups > 1 ? (blockIdx.x % order.tile_groups) * (tiles / order.tile_groups) : 0;
+  auto phys_tile = [&](uint32_t t) { return t + t0 < tiles ? t + t0 : t + t0 - tiles; };
+  auto phys_kt = [&](uint32_t k) { return k + kt0 < ktiles ? k + kt0 : k + kt0 - ktiles; };
 
   float* qscale = reinterpret_cast<float*>(sm + L.qscale());
   float* theta = reinterpret_cast<float*>(sm + L.theta());
@@ -190,10 +206,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   uint32_t ltile = 0, lkt = 0;
   int lstage = 0;
-  set_tile(0);
+  set_tile(phys_tile(0));
   auto load_next = [&]() {
     uint32_t* st = sm + lstage * kStageWords + lr * kRowWords + lc * 4;
-    const uint32_t off = lkt * kBK;
+    const uint32_t off = phys_kt(lkt) * kBK;
     const bool cok = off + lc * kElems16 < s.ld;
     const uint32_t o = cok ? off : 0;
 #pragma unroll
@@ -204,14 +220,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     // buffers (a tile's terms are read in its last step, up to two steps
     // after the next tiles' loads were issued).
     if (lkt == 0 && threadIdx.x < kBS / 2) {
-      const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(ltile) * kBS + threadIdx.x * 2;
+      const uint64_t slot = static_cast<uint64_t>(lo) + static_cast<uint64_t>(phys_tile(ltile)) * kBS + threadIdx.x * 2;
       const bool ok = slot < hi;
       cp_async16(sm + L.meta() + (ltile & 3) * 2 * kBS + threadIdx.x * 4, terms + (ok ? slot : lo), ok);
     }
     lstage = lstage + 1 == kStages ? 0 : lstage + 1;
     if (++lkt == ktiles) {
       lkt = 0;
-      if (++ltile < tiles) set_tile(ltile);
+      if (++ltile < tiles) set_tile(phys_tile(ltile));
     }
   };
   for (int p = 0; p < kStages - 1; ++p) {
@@ -241,6 +257,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int p = 0; p < 2; ++p)
     b_off[p] = ((kBS + wq * 32 + (2 * p + (mi >> 1)) * 8 + mr) * kRowWords + (mi & 1) * 4) * 4;
+  const bool round = std::is_same<T, float>::value && order.round_tf32;
   uint32_t tile = 0, kt = 0;
   int cstage = 0;
   for (uint64_t step = 0; step < steps; ++step) {
@@ -269,16 +286,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int p = 0; p < 2; ++p)
         ldsm4(b[ks][2 * p][0], b[ks][2 * p][1], b[ks][2 * p + 1][0], b[ks][2 * p + 1][1], base + b_off[p] + ks * 32);
     }
+    if (round) {
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[ks][i][e] = Mma<T>::frag(a[ks][i][e]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) b[ks][j][e] = Mma<T>::frag(b[ks][j][e]);
+      }
+    }
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) a[ks][i][e] = Mma<T>::frag(a[ks][i][e]);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) b[ks][j][e] = Mma<T>::frag(b[ks][j][e]);
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -290,14 +312,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Epilogue of the tile: keys against each query's threshold.
     const float2* m = reinterpret_cast<const float2*>(sm + L.meta()) + (tile & 3) * kBS;
+    const uint32_t ptile = phys_tile(tile);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int sl = ws * 32 + i * 16 + g + 8 * h;
         const float2 ab = m[sl];
-        const float sa = ab.x, sb = slot_ok(tile, sl) ? ab.y : __int_as_float(0x7fc00000);
-        const uint32_t slot = lo + tile * kBS + sl;
+        const float sa = ab.x, sb = slot_ok(ptile, sl) ? ab.y : __int_as_float(0x7fc00000);
+        const uint32_t slot = lo + ptile * kBS + sl;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -376,8 +399,15 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kBS) * kBS;
   const unsigned used = ceil_div(s.slots, per);
   const dim3 grid(ceil_div(nq, kBQ), used);
+  static const FusedOrder order = [] {
+    const char* k = std::getenv("MNEMO_FUSED_ROTATE_K");
+    const char* g = std::getenv("MNEMO_FUSED_TILE_GROUPS");
+    const char* r = std::getenv("MNEMO_FUSED_ROUND");
+    return FusedOrder{!(k && std::atoi(k) == 0), g ? static_cast<uint32_t>(std::max(1, std::atoi(g))) : 1u,
+                      !(r && std::atoi(r) == 0)};
+  }();
   kernel<<<grid, kThreads, smem, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
-                                       static_cast<uint64_t>(used) * kc);
+                                       static_cast<uint64_t>(used) * kc, order);
   MNEMO_CUDA_LAUNCHED("fused_gemm_topk_kernel");
   return used;
 }
