@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <type_traits>
 
 #include "row_dot.cuh"
 
@@ -22,10 +21,10 @@ constexpr int kBS = 128;   // slots per tile (MMA M)
 constexpr int kBQ = 64;    // queries per block (MMA N)
 constexpr int kWarps = 8;  // 4 along slots x 2 along queries, 32 x 32 each
 constexpr int kThreads = kWarps * 32;
-constexpr int kStages = 3;
+constexpr int kStages = 4;     // three stages in flight: a step waits on latency, not on issue (measured)
 constexpr int kRowWords = 36;  // 128 bytes of a row per stage + 16 of padding (no bank conflicts)
 constexpr int kStageWords = (kBS + kBQ) * kRowWords;
-constexpr int kSlack = 32;  // buffer room past one tile's worth, so merges are rare
+constexpr int kSlack = 16;  // buffer room past one tile's worth, so merges are rare
 
 __device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
 
@@ -108,7 +107,6 @@ struct FusedSmem {
 struct FusedOrder {
   bool rotate_k;
   uint32_t tile_groups;
-  bool round_tf32;  // f32 storage: round operands to TF32 (else the MMA truncates them)
 };
 
 // Merges query q's buffer into its list (one warp) and sets its threshold.
@@ -257,7 +255,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int p = 0; p < 2; ++p)
     b_off[p] = ((kBS + wq * 32 + (2 * p + (mi >> 1)) * 8 + mr) * kRowWords + (mi & 1) * 4) * 4;
-  const bool round = std::is_same<T, float>::value && order.round_tf32;
   uint32_t tile = 0, kt = 0;
   int cstage = 0;
   for (uint64_t step = 0; step < steps; ++step) {
@@ -286,21 +283,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int p = 0; p < 2; ++p)
         ldsm4(b[ks][2 * p][0], b[ks][2 * p][1], b[ks][2 * p + 1][0], b[ks][2 * p + 1][1], base + b_off[p] + ks * 32);
     }
-    if (round) {
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) a[ks][i][e] = Mma<T>::frag(a[ks][i][e]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) b[ks][j][e] = Mma<T>::frag(b[ks][j][e]);
-      }
-    }
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[ks][i][e] = Mma<T>::frag(a[ks][i][e]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) b[ks][j][e] = Mma<T>::frag(b[ks][j][e]);
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -402,9 +394,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   static const FusedOrder order = [] {
     const char* k = std::getenv("MNEMO_FUSED_ROTATE_K");
     const char* g = std::getenv("MNEMO_FUSED_TILE_GROUPS");
-    const char* r = std::getenv("MNEMO_FUSED_ROUND");
-    return FusedOrder{!(k && std::atoi(k) == 0), g ? static_cast<uint32_t>(std::max(1, std::atoi(g))) : 1u,
-                      !(r && std::atoi(r) == 0)};
+    return FusedOrder{!(k && std::atoi(k) == 0), g ? static_cast<uint32_t>(std::max(1, std::atoi(g))) : 1u};
   }();
   kernel<<<grid, kThreads, smem, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
                                        static_cast<uint64_t>(used) * kc, order);
@@ -414,12 +404,17 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
 
 }  // namespace
 
-bool fused_gemm_wanted(uint32_t kc) {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_FUSED_GEMM");  // 0: cuBLAS + selection (for measuring)
-    return !(e && std::atoi(e) == 0);
+bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
+  // MNEMO_FUSED_GEMM = 1 / 0 forces it on / off (for measuring). By
+  // default only where it measured faster than cuBLAS + selection on the
+  // H200: 16-bit storage with short rows (few K steps per tile). Long rows
+  // and f32 stay on cuBLAS (see docs/benchmarks.md).
+  static const int forced = [] {
+    const char* e = std::getenv("MNEMO_FUSED_GEMM");
+    return e ? std::atoi(e) : -1;
   }();
-  if (!on || kc > static_cast<uint32_t>(kFusedMaxList)) return false;
+  if (forced == 0 || kc > static_cast<uint32_t>(kFusedMaxList)) return false;
+  if (forced < 0 && (t == DType::f32 || ld > 128)) return false;
   int dev = 0, optin = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)

@@ -185,7 +185,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
-  } else if (fast && small && fused_gemm_wanted(kc)) {
+  } else if (fast && small && fused_gemm_wanted(kc, s.dtype, ld)) {
     // FAST batches with short lists: tensor-core GEMM with the selection in
     // its epilogue (no score tile in device memory), then the merge of the
     // chunk lists and the exact re-score below.

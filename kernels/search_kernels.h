@@ -98,8 +98,8 @@ void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const fl
 // the filter, bias and activation terms). Writes per-chunk lists cand[q][c][kc] for c < the returned chunk
 // count (at most `chunks`, from fused_gemm_chunks), each sorted best first
 // with approximate keys, for launch_merge and the exact re-score.
-constexpr int kFusedMaxList = 48;
-bool fused_gemm_wanted(uint32_t kc);
+constexpr int kFusedMaxList = 32;
+bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld);
 unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count);
 void launch_slot_terms(const StoreRef& s, void* terms, cudaStream_t st);
 unsigned launch_fused_gemm_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,

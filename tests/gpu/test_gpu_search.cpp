@@ -171,9 +171,10 @@ std::vector<Case> cases() {
       v.push_back({6001, 100, 70, 10, dt, me, kFast, 0});
       v.push_back({20, 5, 16, 20, dt, me, kFast, 0});
     }
-  // The longest fused lists (k = 24, 48 candidates), many chunks per query
+  // The longest fused lists (k = 16, 32 candidates), many chunks per query
   // tile, and 16-byte pieces of K past the last full stage (dim 200).
-  v.push_back({30011, 200, 130, 24, kF16, kCos, kFast, 0});
+  v.push_back({30011, 200, 130, 16, kF16, kCos, kFast, 0});
+  v.push_back({30011, 120, 130, 16, kF16, kL2, kFast, 0});
   v.push_back({30011, 64, 33, 1, kBF16, kL2, kFast, 0});
   v.push_back({12345, 768, 16, 16, kF32, kDot, kFast, 0});
   // Tiles: a small workspace forces several slot tiles and query chunks.
