@@ -26,8 +26,6 @@ constexpr int kRowWords = 36;  // 128 bytes of a row per stage + 16 of padding (
 constexpr int kStageWords = (kBS + kBQ) * kRowWords;
 constexpr int kSlack = 16;  // buffer room past one tile's worth, so merges are rare
 
-__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
-
 __device__ __forceinline__ void cp_async16(uint32_t* dst, const void* src, bool pred) {
   const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   const int n = pred ? 16 : 0;  // 0: the 16 bytes are zero-filled
@@ -117,13 +115,7 @@ __device__ void merge_buffer(int q, const FusedSmem& L, uint32_t* sm, const uint
   Cand* list = reinterpret_cast<Cand*>(sm + L.lists()) + static_cast<size_t>(q) * L.kc;
   const Cand* buf = reinterpret_cast<const Cand*>(sm + L.bufs()) + static_cast<size_t>(q) * L.cap;
   WarpList wl{list, L.kc, lcount[q]};
-  const int n = count[q];
-  for (int b = 0; b < n; b += 32) {
-    const int j = b + lane;
-    const bool has = j < n;
-    const Cand c = has ? buf[j] : Cand{0.0f, 0};
-    wl.offer(has, c.key, c.slot, ids, lane);
-  }
+  offer_all(wl, buf, count[q], ids, lane);
   __syncwarp();
   if (lane == 0) {
     lcount[q] = wl.n;

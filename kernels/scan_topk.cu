@@ -15,8 +15,6 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 
-__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
-
 // Folds the lists of warps 1.. (warp w's at base + w * QB * k, its count at
 // counts[w * QB]) into warp 0's list `mine`.
 template <class List>

@@ -11,19 +11,11 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
 
 // warp 0 folds the other warps' lists (in shared memory) into its own.
 __device__ void block_fold(WarpList& mine, Cand* lists, const int* counts, int k, const uint64_t* ids, int lane) {
   for (int w = 1; w < kWarps; ++w) {
-    const Cand* other = lists + w * k;
-    const int n = counts[w];
-    for (int b = 0; b < n; b += 32) {
-      const int j = b + lane;
-      const bool has = j < n;
-      const Cand c = has ? other[j] : Cand{0.0f, 0};
-      mine.offer(has, c.key, c.slot, ids, lane);
-    }
+    offer_all(mine, lists + w * k, counts[w], ids, lane);
   }
 }
 

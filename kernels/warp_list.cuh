@@ -14,6 +14,9 @@ struct Cand {
   uint32_t slot;
 };
 
+// An empty list entry: key NaN, no slot.
+__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
+
 // a ranks strictly before b. NaN keys never reach a list.
 __device__ __forceinline__ bool ranks_before(float ka, uint32_t sa, float kb, uint32_t sb, const uint64_t* ids) {
   return ka > kb || (ka == kb && ids[sa] < ids[sb]);
@@ -30,6 +33,18 @@ __device__ void offer_each(List& l, bool has, float key, uint32_t slot, const ui
     const float kk = __shfl_sync(kFullMask, key, src);
     const uint32_t ss = __shfl_sync(kFullMask, slot, src);
     if (l.admits(kk, ss, ids)) l.insert(kk, ss, ids, lane);
+  }
+}
+
+// Offers the n entries of c (an array in shared or global memory) to a
+// list, a warp's 32 at a time.
+template <class List>
+__device__ __forceinline__ void offer_all(List& l, const Cand* c, int n, const uint64_t* ids, int lane) {
+  for (int b = 0; b < n; b += 32) {
+    const int j = b + lane;
+    const bool has = j < n;
+    const Cand x = has ? c[j] : Cand{0.0f, 0};
+    l.offer(has, x.key, x.slot, ids, lane);
   }
 }
 
