@@ -139,7 +139,10 @@ void bench_search(ExecContext& ctx, const Floors& f, const std::string& name, DT
   const char* only = std::getenv("MNEMO_BENCH_ONLY");
   if (only && name.find(only) == std::string::npos) return;
   const uint64_t bytes = n * dim * dtype_size(dt);
-  const int copies = bytes < (180ull << 20) ? static_cast<int>(std::min<uint64_t>(8, (600ull << 20) / bytes + 1)) : 1;
+  int copies = bytes < (180ull << 20) ? static_cast<int>(std::min<uint64_t>(8, (600ull << 20) / bytes + 1)) : 1;
+  // MNEMO_BENCH_COPIES=c: c copies instead (1 leaves a small store in L2;
+  // for measuring what the rotation costs).
+  if (const char* c = std::getenv("MNEMO_BENCH_COPIES")) copies = std::max(1, std::atoi(c));
   BenchStore s = make_store(ctx, dt, n, dim, copies);
   DeviceBuffer q(nq * dim * 4), qn(nq * 4), ids(nq * k * 8), scores(nq * k * 4);
   fill_random<<<256, 256, 0, ctx.stream>>>(q.get<float>(), nq * dim, 7);
@@ -286,6 +289,8 @@ int main(int argc, char** argv) {
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 1q x 10k x 768 f32 cosine k=10", DType::f32, 10000, 768, 1, 10, false,
                  KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 1k x 768 f32 cosine k=10", DType::f32, 1000, 768, 1, 10, false, KeyMetric::cosine,
+                 sms);
     bench_search(ctx, f, "recall 1q x 1M x 768 f32 cosine k=1000", DType::f32, 1000000, 768, 1, 1000, false,
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 100, 10, true, KeyMetric::cosine,

@@ -54,6 +54,7 @@ def main(path):
         ("recall 1q x 1M x 768 bf16 cosine k=10", 1_000_000, 768, torch.bfloat16),
         ("recall 1q x 100k x 768 f32 cosine k=10", 100_000, 768, torch.float32),
         ("recall 1q x 10k x 768 f32 cosine k=10", 10_000, 768, torch.float32),
+        ("recall 1q x 1k x 768 f32 cosine k=10", 1_000, 768, torch.float32),
     ]:
         xs = store(n, dim, dt, copies_for(n, dim, 4 if dt == torch.float32 else 2))
         if dt == torch.float32 and n == 1_000_000:
