@@ -146,12 +146,15 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
-    const unsigned blocks = scan_blocks(s, static_cast<unsigned>(sm_count));
+    const bool bulk = bulk_scan_usable(s, static_cast<uint32_t>(nq), kc);
+    const unsigned blocks =
+        bulk ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count)) : scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
     if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
       for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
         const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
-        const unsigned used = launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
+        const unsigned used = bulk ? (launch_bulk_scan(s, q, qn, kc, cand, blocks, ScanTail{}, st), blocks)
+                                   : launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
         launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
       }
       launch_emit(lists, static_cast<uint32_t>(nq), kc, kc, k_out, s.ids, s.metric, d_ids, d_scores, st);
@@ -167,7 +170,10 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       tail.k_out = k_out;
       tail.negate = s.metric == KeyMetric::l2;
       tail.prefetch = scan_prefetch(s.dtype);
-      launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, tail, st);
+      if (bulk)
+        launch_bulk_scan(s, q, qn, kc, cand, blocks, tail, st);
+      else
+        launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, tail, st);
     }
     return;
   } else if (!use_gemm ||

@@ -1,49 +1,20 @@
 // One pass over the resident store per group of up to 4 queries, fused with
 // top-k selection: scores never go to device memory. Each warp keeps its own
-// list in shared memory; at the end warp 0 merges the block's lists and the
-// block writes k candidates per query.
+// list per query; after the rows the block folds them and the last block
+// merges every block's (scan_tail.cuh).
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
 
 #include "row_dot.cuh"
+#include "scan_tail.cuh"
 
 namespace mnemo::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-
-// Folds the lists of warps 1.. (warp w's at base + w * QB * k, its count at
-// counts[w * QB]) into warp 0's list `mine`.
-template <class List>
-__device__ void fold_warps(List& mine, const Cand* base, const int* counts, int qb, uint32_t k, const uint64_t* ids,
-                           int lane) {
-  for (int w = 1; w < kWarps; ++w) {
-    const Cand* other = base + static_cast<uint64_t>(w) * qb * k;
-    const int n = counts[w * qb];
-    for (int b = 0; b < n; b += 32) {
-      const int j = b + lane;
-      const bool has = j < n;
-      const Cand c = has ? other[j] : Cand{0.0f, 0};
-      mine.offer(has, c.key, c.slot, ids, lane);
-    }
-  }
-}
-
-// A warp's list for one query: in registers for k <= 32, else in shared
-// memory at `at`.
-template <class List>
-__device__ __forceinline__ List make_list(Cand* at, uint32_t k);
-template <>
-__device__ __forceinline__ WarpList make_list<WarpList>(Cand* at, uint32_t k) {
-  return WarpList{at, static_cast<int>(k), 0};
-}
-template <>
-__device__ __forceinline__ RegList make_list<RegList>(Cand*, uint32_t k) {
-  return RegList::make(static_cast<int>(k));
-}
+constexpr int kWarps = kScanWarps;
+constexpr int kThreads = kScanThreads;
 
 struct ScanSmem {
   // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k], then counts.
@@ -75,13 +46,13 @@ __global__ void __launch_bounds__(kThreads)
   float* qs = reinterpret_cast<float*>(smem);
   Cand* lists = reinterpret_cast<Cand*>(qs + QB * s.ld);
   int* counts = reinterpret_cast<int*>(lists + kWarps * QB * k);
-  __shared__ bool s_last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-  for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kThreads) {
-    const uint64_t q = i / s.ld;
-    qs[i] = q < nq ? queries[i] : 0.0f;
-  }
+  // Query by query: no 64-bit division per element.
+#pragma unroll
+  for (int q = 0; q < QB; ++q)
+    for (uint32_t i = threadIdx.x; i < s.ld; i += kThreads)
+      qs[q * s.ld + i] = q < static_cast<int>(nq) ? queries[q * s.ld + i] : 0.0f;
   __syncthreads();
 
   List wl[QB];
@@ -125,86 +96,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-#pragma unroll
-  for (int q = 0; q < QB; ++q) {
-    wl[q].store(lists + (warp * QB + q) * k, k, lane);
-    if (lane == 0) counts[warp * QB + q] = wl[q].n;
-  }
-  __syncthreads();
-  if (warp == 0) {
-#pragma unroll
-    for (int q = 0; q < QB; ++q) {
-      if (q >= static_cast<int>(nq)) break;
-      List& m = wl[q];
-      fold_warps(m, lists + q * k, counts + q, QB, k, s.ids, lane);
-      // Block list to global memory (staged through this warp's own list area).
-      Cand* mine = lists + q * k;
-      m.store(mine, k, lane);
-      Cand* out = cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
-      for (uint32_t j = lane; j < k; j += 32) out[j] = mine[j];
-      // A full list's last key bounds the query's final k-th key from below.
-      if (tail.ticket && lane == 0 && m.n == static_cast<int>(k))
-        atomicMax(tail.bound + q, ordered_bits(mine[k - 1].key));
-      __syncwarp();
-    }
-  }
-  if (!tail.ticket) return;
-  // The last block to finish merges every block's list (one launch from
-  // the scan to the answer): the lists are published before the ticket.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(tail.ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
-  const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
-  for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
-    // Only entries at or above the bound can be among the k best: most
-    // blocks' lists are skipped after one comparison per entry.
-    const uint32_t bound_bits = __ldcg(tail.bound + q);
-    // Compared as floats, so -0 and +0 stay equal as in ranks_before.
-    const float bound = bound_bits == 0 ? -__int_as_float(0x7f800000) : from_ordered_bits(bound_bits);
-    // Entries as one 8-byte word (key bits low, slot high), from L2.
-    const auto* c = reinterpret_cast<const unsigned long long*>(cand + static_cast<uint64_t>(q) * m_all);
-    List w = make_list<List>(lists + (warp * QB + q) * k, k);
-    for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m_all; b += kThreads) {
-      const uint64_t j = b + lane;
-      const unsigned long long v = j < m_all ? __ldcg(c + j) : ~0ull;
-      const float key = __uint_as_float(static_cast<uint32_t>(v));
-      const uint32_t slot = static_cast<uint32_t>(v >> 32);
-      const bool has = slot != 0xffffffffu && key >= bound;
-      w.offer(has, key, slot, s.ids, lane);
-    }
-    w.store(lists + (warp * QB + q) * k, k, lane);
-    if (lane == 0) counts[warp * QB + q] = w.n;
-    __syncthreads();
-    if (warp == 0) {
-      fold_warps(w, lists + q * k, counts + q, QB, k, s.ids, lane);
-      Cand* fin = lists + q * k;  // warp 0's own area
-      w.store(fin, k, lane);
-      const int n_fin = w.n;
-      if (tail.out_ids) {
-        // Straight to user ids and scores (emit_kernel's rule).
-        uint64_t* oi = tail.out_ids + q * tail.k_out;
-        float* os = tail.out_scores + q * tail.k_out;
-        for (uint64_t j = lane; j < tail.k_out; j += 32) {
-          const bool have = j < static_cast<uint64_t>(n_fin);
-          const Cand e = have ? fin[j] : empty_cand();
-          oi[j] = have ? s.ids[e.slot] : ~0ull;
-          os[j] = have ? (tail.negate ? -e.key : e.key) : __int_as_float(0x7fc00000);
-        }
-      } else {
-        Cand* o = tail.lists + static_cast<uint64_t>(q) * k;
-        for (uint32_t j = lane; j < k; j += 32) o[j] = fin[j];
-      }
-    }
-    __syncthreads();
-  }
-  // Leave the counters zero for the next launch on this context.
-  if (threadIdx.x == 0) {
-    *tail.ticket = 0;
-    for (int q = 0; q < QB; ++q) tail.bound[q] = 0;
-  }
+  finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane);
 }
 
 template <class T, bool L2, int QB, bool ACT>

@@ -72,6 +72,15 @@ unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* 
 // Blocks the scan would use for this store (to size cand buffers).
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
 
+// The single-query scan fed by bulk copies (bulk_scan.cu): whether it
+// serves this search on the current device (sm_90 and later, one query, no
+// activation, a row length it is built for), its blocks, and its launch
+// with the same outputs as launch_scan_topk for one query.
+bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
+unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count);
+void launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
+                      unsigned blocks, const ScanTail& tail, cudaStream_t st);
+
 // Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
 void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
                        unsigned sm_count, cudaStream_t st);

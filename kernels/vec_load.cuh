@@ -19,13 +19,23 @@ struct Vec16<float> {
     const float4 v = __ldg(static_cast<const float4*>(p));
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
   }
+  // The same from shared memory.
+  __device__ __forceinline__ static void load_shared(const void* p, float (&x)[4]) {
+    const float4 v = *static_cast<const float4*>(p);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  }
 };
 
 template <>
 struct Vec16<__half> {
   static constexpr int kElems = 8;
   __device__ __forceinline__ static void load(const void* p, float (&x)[8]) {
-    const uint4 v = __ldg(static_cast<const uint4*>(p));
+    widen(__ldg(static_cast<const uint4*>(p)), x);
+  }
+  __device__ __forceinline__ static void load_shared(const void* p, float (&x)[8]) {
+    widen(*static_cast<const uint4*>(p), x);
+  }
+  __device__ __forceinline__ static void widen(const uint4 v, float (&x)[8]) {
     const __half2* h = reinterpret_cast<const __half2*>(&v);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -39,7 +49,12 @@ template <>
 struct Vec16<__nv_bfloat16> {
   static constexpr int kElems = 8;
   __device__ __forceinline__ static void load(const void* p, float (&x)[8]) {
-    const uint4 v = __ldg(static_cast<const uint4*>(p));
+    widen(__ldg(static_cast<const uint4*>(p)), x);
+  }
+  __device__ __forceinline__ static void load_shared(const void* p, float (&x)[8]) {
+    widen(*static_cast<const uint4*>(p), x);
+  }
+  __device__ __forceinline__ static void widen(const uint4 v, float (&x)[8]) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

@@ -186,6 +186,18 @@ std::vector<Case> cases() {
   // multi-block histogram prefilter before the exact radix selection).
   v.push_back({30011, 96, 1, 1000, kF32, kCos, kExact, 0});
   v.push_back({30011, 96, 3, 2000, kBF16, kL2, kExact, 0});
+  // Single queries on the scan fed by bulk copies (16-bit rows by default,
+  // f32 where MNEMO_SCAN_BULK=1 forces it): N below a warp, N not a
+  // multiple of the two-row unit, k = N past the register lists, the
+  // longest register list, shared-memory lists up to 256, every row length
+  // it is built for.
+  for (int32_t dt : {kF32, kF16, kBF16}) {
+    v.push_back({7, 384, 1, 5, dt, kCos, kExact, 0});
+    v.push_back({1001, 512, 1, 32, dt, kL2, kExact, 0});
+    v.push_back({40, 1024, 1, 40, dt, kDot, kExact, 0});
+    v.push_back({3001, 1536, 1, 7, dt, kCos, kExact, 0});
+    v.push_back({2999, 768, 1, 256, dt, kL2, kExact, 0});
+  }
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;
