@@ -244,14 +244,15 @@ unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count) {
   return std::max(1u, std::min(sm_count * 2, ceil_div(n_units, kScanWarps * 2u)));
 }
 
-void launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
-                      unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
+                          unsigned blocks, const ScanTail& tail, cudaStream_t st) {
   switch (s.dtype) {
     case DType::f16: launch_dtype<__half>(s, query, qnorm, k, cand, blocks, tail, st); break;
     case DType::bf16: launch_dtype<__nv_bfloat16>(s, query, qnorm, k, cand, blocks, tail, st); break;
     default: launch_dtype<float>(s, query, qnorm, k, cand, blocks, tail, st); break;
   }
   MNEMO_CUDA_LAUNCHED("bulk_scan_kernel");
+  return blocks;
 }
 
 }  // namespace mnemo::cuda

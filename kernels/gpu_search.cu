@@ -153,7 +153,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
       for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
         const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
-        const unsigned used = bulk ? (launch_bulk_scan(s, q, qn, kc, cand, blocks, ScanTail{}, st), blocks)
+        const unsigned used = bulk ? launch_bulk_scan(s, q, qn, kc, cand, blocks, ScanTail{}, st)
                                    : launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
         launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
       }

@@ -1,7 +1,6 @@
 // What the single-pass scans (scan_topk.cu, bulk_scan.cu) do after their
 // rows: fold the warps' lists into the block's, publish it, and in the last
 // block to finish merge every block's list into the answer.
-//
 #pragma once
 
 #include <cuda/atomic>

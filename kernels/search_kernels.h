@@ -75,11 +75,12 @@ unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
 // The single-query scan fed by bulk copies (bulk_scan.cu): whether it
 // serves this search on the current device (sm_90 and later, one query, no
 // activation, a row length it is built for), its blocks, and its launch
-// with the same outputs as launch_scan_topk for one query.
+// with the same outputs as launch_scan_topk for one query (and, like it,
+// returning the blocks used).
 bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
 unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count);
-void launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
-                      unsigned blocks, const ScanTail& tail, cudaStream_t st);
+unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
+                          unsigned blocks, const ScanTail& tail, cudaStream_t st);
 
 // Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
 void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
