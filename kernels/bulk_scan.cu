@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cuda/ptx>
 
+#include "device_caps.h"
 #include "row_dot.cuh"
 #include "scan_tail.cuh"
 
@@ -167,19 +168,6 @@ __global__ void __launch_bounds__(kScanThreads, 2)
 #endif
 }
 
-// Compute capability major of the current device, cached per device.
-int device_major() {
-  static std::atomic<int> major[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  int m = major[dev].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    major[dev].store(m, std::memory_order_relaxed);
-  }
-  return m;
-}
-
 template <class T, bool L2, class List>
 void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
                   const ScanTail& tail, cudaStream_t st) {
@@ -212,6 +200,18 @@ void launch_dtype(const StoreRef& s, const float* q, const float* qn, uint32_t k
 }
 
 }  // namespace
+
+int device_major() {
+  static std::atomic<int> major[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  int m = major[dev].load(std::memory_order_relaxed);
+  if (m == 0) {
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+    major[dev].store(m, std::memory_order_relaxed);
+  }
+  return m;
+}
 
 bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   // MNEMO_SCAN_BULK=0/1 turns it off or on for every dtype (for measuring).

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "fused_chunks.h"
+#include "mma_frag.cuh"
 #include "row_dot.cuh"
 
 namespace mnemo::cuda {
@@ -32,59 +34,10 @@ __device__ __forceinline__ void cp_async16(uint32_t* dst, const void* src, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(n));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Four 8x8 matrices of 16-bit pairs (also 8 rows x 4 words of TF32):
-// thread l gets word l % 4 of row l / 4 of each.
-__device__ __forceinline__ void ldsm4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-
-// One k-step of the warp's 32 x 32 tile: a[m-tile][4], b[n-tile][2] are
-// 32-bit fragment registers (the PTX m16n8k8 tf32 / m16n8k16 16-bit layouts).
-template <class T>
-struct Mma;
-template <>
-struct Mma<float> {
-  __device__ __forceinline__ static uint32_t frag(uint32_t w) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(w)));
-    return r;
-  }
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<__half> {
-  __device__ __forceinline__ static uint32_t frag(uint32_t w) { return w; }
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-template <>
-struct Mma<__nv_bfloat16> {
-  __device__ __forceinline__ static uint32_t frag(uint32_t w) { return w; }
-  __device__ __forceinline__ static void mma(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
 
 // Shared-memory layout in 4-byte words.
 struct FusedSmem {
@@ -416,21 +369,7 @@ bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
 }
 
 unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
-  // One block per SM (shared memory): enough chunks for two waves at least,
-  // then the count whose last wave is fullest, each chunk 16 tiles or more
-  // so the thresholds settle before most of its scores.
-  const unsigned qtiles = ceil_div(nq, kBQ);
-  const unsigned max_chunks = std::max(1u, ceil_div(slots, 16 * kBS));
-  const unsigned first = std::min(max_chunks, std::max(1u, ceil_div(2 * sm_count, qtiles)));
-  unsigned best = first;
-  double best_eff = 0.0;
-  for (unsigned c = first; c <= std::min(max_chunks, 2 * first); ++c) {
-    const double blocks = static_cast<double>(qtiles) * c;
-    const double waves = std::ceil(blocks / sm_count);
-    const double eff = blocks / (waves * sm_count);
-    if (eff > best_eff + 1e-9) best_eff = eff, best = c;
-  }
-  return best;
+  return fused_chunk_count(ceil_div(nq, kBQ), slots, kBS, sm_count);
 }
 
 void launch_slot_terms(const StoreRef& s, void* terms, cudaStream_t st) {

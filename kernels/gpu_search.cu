@@ -11,6 +11,7 @@
 #include "cuda_backend.h"
 #include "device_args.h"
 #include "device_store.h"
+#include "fused_short.h"
 #include "search_kernels.h"
 
 namespace mnemo::cuda {
@@ -191,10 +192,16 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
-  } else if (fast && small && fused_gemm_wanted(kc, s.dtype, ld)) {
+  } else if (fast && small && (fused_short_usable(slots, kc, s.dtype, ld) || fused_gemm_wanted(kc, s.dtype, ld))) {
     // FAST batches with short lists: tensor-core GEMM with the selection in
     // its epilogue (no score tile in device memory), then the merge of the
-    // chunk lists and the exact re-score below.
+    // chunk lists and the exact re-score below. Short rows take the kernel
+    // with the queries in registers (fused_short.h).
+    const bool short_rows = fused_short_usable(slots, kc, s.dtype, ld);
+    auto chunks_for = [&](uint32_t n) {
+      return short_rows ? fused_short_chunks(slots, n, s.dtype, ld, static_cast<unsigned>(sm_count))
+                        : fused_gemm_chunks(slots, n, static_cast<unsigned>(sm_count));
+    };
     const void* qmat = q;
     if (s.dtype != DType::f32) {
       launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
@@ -203,22 +210,25 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
     auto cand_bytes = [&](uint64_t n) -> uint64_t {
       if (n == 0) return 0;
-      return n * fused_gemm_chunks(slots, static_cast<uint32_t>(n), static_cast<unsigned>(sm_count)) * kc *
-             sizeof(Cand);
+      return n * chunks_for(static_cast<uint32_t>(n)) * kc * sizeof(Cand);
     };
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
     Arena ar;
-    const size_t o_terms = ar.add(static_cast<uint64_t>(slots) * 8),
-                 o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc)));
+    // One entry past the last slot: the short-row kernel copies terms in pairs.
+    const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
+                 o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
     launch_slot_terms(s, at<void>(w, o_terms), st);
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
-      const unsigned chunks = fused_gemm_chunks(slots, n, static_cast<unsigned>(sm_count));
+      const unsigned chunks = chunks_for(n);
       const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * qbytes;
-      const unsigned used = launch_fused_gemm_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand, st);
+      const unsigned used = short_rows
+                                ? launch_fused_short_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand,
+                                                          at<unsigned>(w, o_thr), st)
+                                : launch_fused_gemm_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand, st);
       launch_merge(cand, n, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
     }
   } else {

@@ -140,8 +140,9 @@ run() {
   local part=${MNEMO_RUN_PART:-all}
   if [ "$part" != bench ]; then
   step "gpu tests" 420 .device/bin/mnemo_gpu_tests
-  # The fused GEMM + selection forced on where cuBLAS is the default (f32, long rows).
-  step "gpu tests (fused forced)" 200 env MNEMO_FUSED_GEMM=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+  # The first fused GEMM + selection forced on everywhere it can run (short
+  # rows take the short-row kernel by default).
+  step "gpu tests (fused forced)" 200 env MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch*fast*:*GpuActivation*"
   # Single-query scans on both paths: bulk copies forced on (f32 too) and off.
   step "gpu tests (bulk scan on)" 200 env MNEMO_SCAN_BULK=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
@@ -151,9 +152,9 @@ run() {
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
   step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*-GpuActivationCases.QueryChunksOfASmallWorkspace"
+    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*-GpuActivationCases.QueryChunksOfASmallWorkspace"
   step "racecheck (subset)" 180 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*"
+    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*"
   # The activation kernels on their own: racecheck of their sweeps takes minutes.
   step "racecheck (activation)" 420 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
     --gtest_brief=1 "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine*:GpuActivationCases.DeviceEntryPointMatchesHostCall"

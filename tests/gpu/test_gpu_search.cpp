@@ -198,6 +198,14 @@ std::vector<Case> cases() {
     v.push_back({3001, 1536, 1, 7, dt, kCos, kExact, 0});
     v.push_back({2999, 768, 1, 256, dt, kL2, kExact, 0});
   }
+  // FAST batches over short rows (queries in registers, sm_90 and later):
+  // f32 rows of 512 bytes in 64-row tiles with a partial second query tile,
+  // a 16-bit query tile holding one query, a warp with fewer than its 32
+  // queries over 80-byte rows, and k = N = 30 (the filter keeps fewer).
+  v.push_back({12007, 128, 150, 10, kF32, kCos, kFast, 0});
+  v.push_back({6007, 128, 257, 16, kBF16, kDot, kFast, 0});
+  v.push_back({9001, 40, 23, 5, kF16, kL2, kFast, 0});
+  v.push_back({30, 24, 16, 30, kF32, kDot, kFast, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;

@@ -1,0 +1,28 @@
+// How the fused GEMM + selection kernels split the store among the blocks
+// of a query tile.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace mnemo::cuda {
+
+// Chunks per query tile for kernels that run one block per SM: at least two
+// waves, then the count whose last wave is fullest, each chunk 16 tiles of
+// tile_rows or more so the thresholds settle before most of its keys.
+inline unsigned fused_chunk_count(unsigned qtiles, uint32_t slots, uint32_t tile_rows, unsigned sm_count) {
+  const unsigned max_chunks = std::max(1u, (slots + 16 * tile_rows - 1) / (16 * tile_rows));
+  const unsigned first = std::min(max_chunks, std::max(1u, (2 * sm_count + qtiles - 1) / qtiles));
+  unsigned best = first;
+  double best_eff = 0.0;
+  for (unsigned c = first; c <= std::min(max_chunks, 2 * first); ++c) {
+    const double blocks = static_cast<double>(qtiles) * c;
+    const double waves = std::ceil(blocks / sm_count);
+    const double eff = blocks / (waves * sm_count);
+    if (eff > best_eff + 1e-9) best_eff = eff, best = c;
+  }
+  return best;
+}
+
+}  // namespace mnemo::cuda
