@@ -8,12 +8,14 @@
 
 namespace mnemo::cuda {
 
-// Chunks per query tile for kernels that run one block per SM: at least two
-// waves, then the count whose last wave is fullest, each chunk 16 tiles of
-// tile_rows or more so the thresholds settle before most of its keys.
-inline unsigned fused_chunk_count(unsigned qtiles, uint32_t slots, uint32_t tile_rows, unsigned sm_count) {
+// Chunks per query tile for kernels that run one block per SM: at least
+// min_waves waves, then the count whose last wave is fullest, each chunk 16
+// tiles of tile_rows or more so the thresholds settle before most of its
+// keys.
+inline unsigned fused_chunk_count(unsigned qtiles, uint32_t slots, uint32_t tile_rows, unsigned sm_count,
+                                  unsigned min_waves) {
   const unsigned max_chunks = std::max(1u, (slots + 16 * tile_rows - 1) / (16 * tile_rows));
-  const unsigned first = std::min(max_chunks, std::max(1u, (2 * sm_count + qtiles - 1) / qtiles));
+  const unsigned first = std::min(max_chunks, std::max(1u, (min_waves * sm_count + qtiles - 1) / qtiles));
   unsigned best = first;
   double best_eff = 0.0;
   for (unsigned c = first; c <= std::min(max_chunks, 2 * first); ++c) {

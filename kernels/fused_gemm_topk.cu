@@ -369,7 +369,7 @@ bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
 }
 
 unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
-  return fused_chunk_count(ceil_div(nq, kBQ), slots, kBS, sm_count);
+  return fused_chunk_count(ceil_div(nq, kBQ), slots, kBS, sm_count, 2);
 }
 
 void launch_slot_terms(const StoreRef& s, void* terms, cudaStream_t st) {

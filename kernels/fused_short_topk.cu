@@ -435,7 +435,17 @@ bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
 unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count) {
   const uint32_t bq = kConsumers * (t == DType::f32 ? kNTiles<float> : kNTiles<__half>)*8;
   const uint32_t rows = ksteps_for(ld * dtype_size(t), t) > 8 ? 64 : 128;
-  return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count);
+  // Two waves at least. More waves of smaller chunks leave less of the
+  // store to blocks that start with cold thresholds, but measured slower on
+  // the H200 (10000q x 1M x 128 f16: 2 waves 13.2 ms, 4 14.3, 8 15.4, 16
+  // 19.0; f32 17.5, 17.9, 18.4, 19.9; not profiled: each chunk adds a list
+  // per query to the merge and a block start-up). MNEMO_FUSED_SHORT_WAVES
+  // overrides it (for measuring).
+  static const unsigned waves = [] {
+    const char* e = std::getenv("MNEMO_FUSED_SHORT_WAVES");
+    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
+  }();
+  return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
 }
 
 unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
