@@ -1,8 +1,48 @@
+#include <map>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "exec_context.h"
 
 namespace mnemo::cuda {
+
+namespace {
+
+// cuBLAS handles live as long as the process and are reused by later
+// contexts of the same device. cublasDestroy synchronises the whole device
+// context (cuCtxSynchronize), and that crashed inside the driver (H200,
+// driver 580: a null dereference in cuCtxSynchronize under cublasDestroy
+// under mnemo_runtime_destroy) in about one run in seven of the Rust
+// differential tests, which create and destroy CUDA runtimes on many threads
+// at once. Never destroying a handle takes that call out.
+std::mutex blas_mu;
+std::map<int, std::vector<cublasHandle_t>>& spare_blas() {
+  static auto* spare = new std::map<int, std::vector<cublasHandle_t>>();  // never destroyed, as the handles
+  return *spare;
+}
+
+cublasStatus_t take_blas(int device, cublasHandle_t* h) {
+  {
+    std::lock_guard<std::mutex> lock(blas_mu);
+    auto& v = spare_blas()[device];
+    if (!v.empty()) {
+      *h = v.back();
+      v.pop_back();
+      return CUBLAS_STATUS_SUCCESS;
+    }
+  }
+  return cublasCreate(h);
+}
+
+void give_back_blas(int device, cublasHandle_t h) {
+  // Detached from the stream that is about to go.
+  cublasSetStream(h, nullptr);
+  std::lock_guard<std::mutex> lock(blas_mu);
+  spare_blas()[device].push_back(h);
+}
+
+}  // namespace
 
 void check_blas(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
@@ -13,7 +53,7 @@ void check_blas(cublasStatus_t s, const char* what) {
 ExecContext::ExecContext(int dev) : device(dev) {
   MNEMO_CUDA_CHECK(cudaSetDevice(device));
   MNEMO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const cublasStatus_t s = cublasCreate(&blas);
+  const cublasStatus_t s = take_blas(device, &blas);
   if (s != CUBLAS_STATUS_SUCCESS) {
     cudaStreamDestroy(stream);
     check_blas(s, "cublasCreate");
@@ -32,7 +72,7 @@ ExecContext::~ExecContext() {
     cudaEventDestroy(last_use);
   }
   graphs.clear();  // before the buffers and the stream they use
-  if (blas) cublasDestroy(blas);
+  if (blas) give_back_blas(device, blas);
   if (stream) cudaStreamDestroy(stream);
 }
 
