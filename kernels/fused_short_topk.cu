@@ -45,13 +45,16 @@ constexpr int kConsumers = 8;
 constexpr int kThreads = (kConsumers + 1) * 32;  // the consumers and one producer warp
 constexpr uint32_t kStages = 4;
 
-// KS k-steps of 32 bytes per row (4, 8 or 16: whole 128-byte slabs); rows
-// per tile so a stage is 32 KB. A stage is [slab][row][128 bytes], each
-// slab 1024-byte aligned as the swizzle requires.
+// Rows per tile for KS k-steps of 32 bytes per row: a stage is 32 KB.
+constexpr uint32_t tile_rows(int ks) { return ks <= 8 ? 128 : 64; }
+
+// KS k-steps of 32 bytes per row (4, 8 or 16: whole 128-byte slabs). A
+// stage is [slab][row][128 bytes], each slab 1024-byte aligned as the
+// swizzle requires.
 template <int KS>
 struct ShortTile {
   static constexpr uint32_t kSlabs = KS / 4;
-  static constexpr uint32_t kRows = KS <= 8 ? 128 : 64;
+  static constexpr uint32_t kRows = tile_rows(KS);
   static constexpr uint32_t kSlabBytes = kRows * 128;
   static constexpr uint32_t kStageBytes = kSlabs * kSlabBytes;
 };
@@ -60,6 +63,9 @@ struct ShortTile {
 // registers either way.
 template <class T>
 constexpr int kNTiles = sizeof(T) == 4 ? 2 : 4;
+// Queries per block (one query tile).
+template <class T>
+constexpr uint32_t kBlockQueries = kConsumers* kNTiles<T> * 8;
 
 // Shared memory in bytes: the stages, each stage's slot terms, the full and
 // empty barriers, the lists [queries][kc] and their fill counts.
@@ -137,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using Tile = ShortTile<KS>;
   constexpr int NT = kNTiles<T>;
   constexpr int QW = NT * 8;
-  constexpr uint32_t BQ = kConsumers * QW;
+  constexpr uint32_t BQ = kBlockQueries<T>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023);
   const ShortLayout L(Tile::kRows, Tile::kStageBytes, BQ, kc);
@@ -338,7 +344,7 @@ int ksteps_for(uint64_t row_bytes, DType t) {
 
 template <class T, int KS>
 ShortLayout layout_of(uint32_t kc) {
-  return ShortLayout(ShortTile<KS>::kRows, ShortTile<KS>::kStageBytes, kConsumers * kNTiles<T> * 8, kc);
+  return ShortLayout(ShortTile<KS>::kRows, ShortTile<KS>::kStageBytes, kBlockQueries<T>, kc);
 }
 
 size_t smem_bytes(DType t, int ks, uint32_t kc) {
@@ -394,7 +400,7 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, 
         "fused short-row smem");
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
   const unsigned used = ceil_div(s.slots, per);
-  const dim3 grid(ceil_div(nq, static_cast<uint32_t>(kConsumers * kNTiles<T> * 8)), used);
+  const dim3 grid(ceil_div(nq, kBlockQueries<T>), used);
   kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
                                           static_cast<uint64_t>(used) * kc, gth, rows_map(s, kRows));
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
@@ -433,8 +439,8 @@ bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
 }
 
 unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count) {
-  const uint32_t bq = kConsumers * (t == DType::f32 ? kNTiles<float> : kNTiles<__half>)*8;
-  const uint32_t rows = ksteps_for(ld * dtype_size(t), t) > 8 ? 64 : 128;
+  const uint32_t bq = t == DType::f32 ? kBlockQueries<float> : kBlockQueries<__half>;
+  const uint32_t rows = tile_rows(ksteps_for(ld * dtype_size(t), t));
   // Two waves at least. More waves of smaller chunks leave less of the
   // store to blocks that start with cold thresholds, but measured slower on
   // the H200 (10000q x 1M x 128 f16: 2 waves 13.2 ms, 4 14.3, 8 15.4, 16

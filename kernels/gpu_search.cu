@@ -144,6 +144,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     launch_emit(lists, static_cast<uint32_t>(nq), kc, 0, k_out, s.ids, s.metric, d_ids, d_scores, st);
     return;
   }
+  // Batches over short rows take the fused kernel with the queries in
+  // registers (fused_short.h); asked once, as the answer queries the device.
+  const bool short_rows = use_gemm && fast && small && fused_short_usable(slots, kc, s.dtype, ld);
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
@@ -192,12 +195,10 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
-  } else if (fast && small && (fused_short_usable(slots, kc, s.dtype, ld) || fused_gemm_wanted(kc, s.dtype, ld))) {
+  } else if (short_rows || (fast && small && fused_gemm_wanted(kc, s.dtype, ld))) {
     // FAST batches with short lists: tensor-core GEMM with the selection in
     // its epilogue (no score tile in device memory), then the merge of the
-    // chunk lists and the exact re-score below. Short rows take the kernel
-    // with the queries in registers (fused_short.h).
-    const bool short_rows = fused_short_usable(slots, kc, s.dtype, ld);
+    // chunk lists and the exact re-score below.
     auto chunks_for = [&](uint32_t n) {
       return short_rows ? fused_short_chunks(slots, n, s.dtype, ld, static_cast<unsigned>(sm_count))
                         : fused_gemm_chunks(slots, n, static_cast<unsigned>(sm_count));
