@@ -22,18 +22,18 @@
 //   it instead of from an empty list, which is where most admissions were.
 // The chunk lists are merged and re-scored exactly afterwards, as for the
 // other FAST batch paths.
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cuda/ptx>
 
+#include "chunk_list.cuh"
 #include "device_caps.h"
 #include "fused_chunks.h"
 #include "fused_short.h"
 #include "mma_frag.cuh"
 #include "row_dot.cuh"
+#include "stage_barriers.cuh"
+#include "tensor_map.h"
 
 namespace mnemo::cuda {
 
@@ -161,13 +161,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t row_bytes = static_cast<uint32_t>(s.ld * sizeof(T));
 
   for (uint32_t i = threadIdx.x; i < BQ; i += kThreads) counts[i] = 0;
-  if (threadIdx.x == 0) {
-    for (uint32_t i = 0; i < kStages; ++i) {
-      ptx::mbarrier_init(full + i, 1);
-      ptx::mbarrier_init(empty + i, consumers * 32);  // every consumer lane releases its own reads
-    }
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
+  // Every consumer lane releases its own reads.
+  if (threadIdx.x == 0) init_stage_barriers(full, empty, kStages, consumers * 32);
   __syncthreads();
 
   if (warp == kConsumers) {
@@ -178,9 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane != 0) return;
     for (uint32_t t = 0; t < tiles; ++t) {
       const uint32_t st = t % kStages;
-      if (t >= kStages)
-        while (!ptx::mbarrier_try_wait_parity(empty + st, (t / kStages - 1) & 1)) {
-        }
+      if (t >= kStages) wait_stage(empty + st, (t / kStages - 1) & 1);
       const uint32_t first = lo + t * Tile::kRows;
       const uint32_t n = min(Tile::kRows, hi - first), nt = (n + 1) & ~1u;
       unsigned char* dst = smem + st * Tile::kStageBytes;
@@ -248,8 +241,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float nan = __int_as_float(0x7fc00000);
   for (uint32_t t = 0; t < tiles; ++t) {
     const uint32_t st = t % kStages;
-    while (!ptx::mbarrier_try_wait_parity(full + st, (t / kStages) & 1)) {
-    }
+    wait_stage(full + st, (t / kStages) & 1);
     const uint32_t first = lo + t * Tile::kRows;
     const uint32_t n = min(Tile::kRows, hi - first);
     const uint32_t abase = sbase + st * Tile::kStageBytes;
@@ -323,10 +315,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int ql = 0; ql < QW; ++ql) {
     const uint32_t q = wq0 + ql;
     if (q >= nq) break;
-    const int n = wcounts[ql];
-    const Cand* l = wlists + static_cast<size_t>(ql) * kc;
-    Cand* out = cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc;
-    for (uint32_t j = lane; j < kc; j += 32) out[j] = static_cast<int>(j) < n ? l[j] : empty_cand();
+    store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                     wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
   }
 #else
   // Launched only on sm_90 and later (fused_short_usable).
@@ -356,39 +346,6 @@ size_t smem_bytes(DType t, int ks, uint32_t kc) {
   }
 }
 
-// cuTensorMapEncodeTiled from the driver (no link against libcuda), or null.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
-
-// The store's rows as a 2D tensor (ld elements x slots) read in boxes of
-// 128 bytes x `rows` rows with the 128-byte swizzle.
-CUtensorMap rows_map(const StoreRef& s, uint32_t rows) {
-  const size_t esz = dtype_size(s.dtype);
-  const CUtensorMapDataType type = s.dtype == DType::f16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                   : s.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  const cuuint64_t dims[2] = {s.ld, s.slots};
-  const cuuint64_t strides[1] = {s.ld * esz};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / esz), rows};
-  const cuuint32_t estr[2] = {1, 1};
-  CUtensorMap m{};
-  const CUresult r = tensor_map_encoder()(&m, type, 2, const_cast<void*>(s.vectors), dims, strides, box, estr,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    fail(Code::backend, "cuTensorMapEncodeTiled failed with " + std::to_string(static_cast<int>(r)));
-  return m;
-}
-
 template <class T, int KS>
 unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
                    uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
@@ -402,7 +359,8 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, 
   const unsigned used = ceil_div(s.slots, per);
   const dim3 grid(ceil_div(nq, kBlockQueries<T>), used);
   kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
-                                          static_cast<uint64_t>(used) * kc, gth, rows_map(s, kRows));
+                                          static_cast<uint64_t>(used) * kc, gth,
+                                          row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows));
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
   return used;
 }
@@ -430,7 +388,7 @@ bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
   // Tensor-copy row coordinates are signed 32-bit.
   if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu) return false;
   const int ks = ksteps_for(ld * dtype_size(t), t);
-  if (ks == 0 || device_major() < 9 || tensor_map_encoder() == nullptr) return false;
+  if (ks == 0 || device_major() < 9 || !tensor_maps_available()) return false;
   int dev = 0, optin = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)

@@ -12,6 +12,7 @@
 #include "device_args.h"
 #include "device_store.h"
 #include "fused_short.h"
+#include "fused_wide.h"
 #include "search_kernels.h"
 
 namespace mnemo::cuda {
@@ -144,9 +145,21 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     launch_emit(lists, static_cast<uint32_t>(nq), kc, 0, k_out, s.ids, s.metric, d_ids, d_scores, st);
     return;
   }
-  // Batches over short rows take the fused kernel with the queries in
-  // registers (fused_short.h); asked once, as the answer queries the device.
-  const bool short_rows = use_gemm && fast && small && fused_short_usable(slots, kc, s.dtype, ld);
+  // FAST batches with short lists take a GEMM with the selection in its
+  // epilogue: over short rows the kernel with the queries in registers
+  // (fused_short.h), over longer ones the kernel that streams the queries
+  // with the rows (fused_wide.h), unless MNEMO_FUSED_GEMM forces the first
+  // fused kernel. Asked once, as the answers query the device.
+  enum class Fused { none, short_rows, first, wide } fused = Fused::none;
+  if (use_gemm && fast && small) {
+    const void* fq = s.dtype == DType::f32 ? static_cast<const void*>(q) : at<void>(fb, o_qt);
+    if (fused_short_usable(slots, kc, s.dtype, ld))
+      fused = Fused::short_rows;
+    else if (fused_gemm_wanted(kc, s.dtype, ld))
+      fused = Fused::first;
+    else if (fused_wide_usable(slots, kc, s.dtype, ld, fq))
+      fused = Fused::wide;
+  }
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
@@ -195,13 +208,17 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
-  } else if (short_rows || (fast && small && fused_gemm_wanted(kc, s.dtype, ld))) {
+  } else if (fused != Fused::none) {
     // FAST batches with short lists: tensor-core GEMM with the selection in
     // its epilogue (no score tile in device memory), then the merge of the
     // chunk lists and the exact re-score below.
+    const auto sms = static_cast<unsigned>(sm_count);
     auto chunks_for = [&](uint32_t n) {
-      return short_rows ? fused_short_chunks(slots, n, s.dtype, ld, static_cast<unsigned>(sm_count))
-                        : fused_gemm_chunks(slots, n, static_cast<unsigned>(sm_count));
+      switch (fused) {
+        case Fused::short_rows: return fused_short_chunks(slots, n, s.dtype, ld, sms);
+        case Fused::wide: return fused_wide_chunks(slots, n, sms);
+        default: return fused_gemm_chunks(slots, n, sms);
+      }
     };
     const void* qmat = q;
     if (s.dtype != DType::f32) {
@@ -218,7 +235,10 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     Arena ar;
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
-                 o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4);
+                 o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
+                 o_samp = ar.add(fused == Fused::wide ? fused_wide_sample_bytes(static_cast<uint32_t>(qc),
+                                                                                chunks_for(static_cast<uint32_t>(qc)))
+                                                      : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
     launch_slot_terms(s, at<void>(w, o_terms), st);
@@ -226,10 +246,18 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const unsigned chunks = chunks_for(n);
       const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * qbytes;
-      const unsigned used = short_rows
-                                ? launch_fused_short_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand,
-                                                          at<unsigned>(w, o_thr), st)
-                                : launch_fused_gemm_topk(s, qm, qn + q0, at<void>(w, o_terms), n, kc, chunks, cand, st);
+      void* terms = at<void>(w, o_terms);
+      unsigned* thr = at<unsigned>(w, o_thr);
+      unsigned used;
+      switch (fused) {
+        case Fused::short_rows:
+          used = launch_fused_short_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, st);
+          break;
+        case Fused::wide:
+          used = launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), st);
+          break;
+        default: used = launch_fused_gemm_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, st);
+      }
       launch_merge(cand, n, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
     }
   } else {

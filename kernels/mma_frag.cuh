@@ -18,6 +18,10 @@ __device__ __forceinline__ void ldsm4(uint32_t& r0, uint32_t& r1, uint32_t& r2, 
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
+// Two such matrices (lanes 0-15 give the row addresses).
+__device__ __forceinline__ void ldsm2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
 // One k-step of a 16 x 8 tile: a[4] and b[2] are 32-bit fragment registers
 // (the PTX m16n8k8 tf32 / m16n8k16 16-bit layouts); frag() turns a loaded
 // word into an operand (rounding to TF32 for f32).

@@ -206,6 +206,17 @@ std::vector<Case> cases() {
   v.push_back({6007, 128, 257, 16, kBF16, kDot, kFast, 0});
   v.push_back({9001, 40, 23, 5, kF16, kL2, kFast, 0});
   v.push_back({30, 24, 16, 30, kF32, kDot, kFast, 0});
+  // FAST batches over longer rows (queries streamed with the rows, sm_90
+  // and later): the 768-dim batch shape with a partial query tile and N not
+  // a multiple of the 128-row tile; N below a warp with k = N (the filter
+  // keeps fewer); two query tiles, the second holding one query, over rows
+  // whose last 128-byte slab is partial; f32 rows one partial slab past the
+  // short-row limit; three query tiles.
+  v.push_back({20011, 768, 100, 10, kF32, kCos, kFast, 0});
+  v.push_back({7, 300, 16, 7, kBF16, kL2, kFast, 0});
+  v.push_back({5003, 1000, 113, 16, kF16, kDot, kFast, 0});
+  v.push_back({3001, 136, 40, 10, kF32, kL2, kFast, 0});
+  v.push_back({9000, 384, 250, 5, kBF16, kCos, kFast, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;
@@ -219,31 +230,34 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   for (const int32_t precision : {kExact, kFast}) {
-    auto rt = cuda_runtime(precision);
-    const size_t dim = 64, dups = 600, others = 3000;
-    auto s = mt::make_store(dim, kF32, kCos, rt.get());
-    ASSERT_TRUE(s);
-    StoreModel model(dim, kF32, kCos);
-    const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
-    Matrix all(kF32, dups + others, dim);
-    const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
-    for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
-    for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
-    auto ids = spread_ids(rng, dups + others);
-    ASSERT_OK(mt::store_add(s.get(), ids, all));
-    model.add(ids, all);
-    Matrix q(kF32, 20, dim);
-    for (size_t i = 0; i < 20; ++i) q.copy_row(i, base, 0);
-    for (const size_t k : {size_t{10}, size_t{300}}) {
-      for (const size_t nq : {size_t{1}, size_t{20}}) {  // scan and GEMM paths
-        Matrix qq(kF32, nq, dim);
-        for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
-        Results r;
-        ASSERT_OK(mt::store_search(s.get(), qq, k, nullptr, &r));
-        std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
-        std::sort(sorted.begin(), sorted.end());
-        for (size_t i = 0; i < nq; ++i)
-          for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
+    for (const size_t dim : {size_t{64}, size_t{300}}) {  // short-row and long-row fused kernels
+      auto rt = cuda_runtime(precision);
+      const size_t dups = 600, others = 3000;
+      auto s = mt::make_store(dim, kF32, kCos, rt.get());
+      ASSERT_TRUE(s);
+      StoreModel model(dim, kF32, kCos);
+      const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+      Matrix all(kF32, dups + others, dim);
+      const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
+      for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
+      for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
+      auto ids = spread_ids(rng, dups + others);
+      ASSERT_OK(mt::store_add(s.get(), ids, all));
+      model.add(ids, all);
+      Matrix q(kF32, 20, dim);
+      for (size_t i = 0; i < 20; ++i) q.copy_row(i, base, 0);
+      for (const size_t k : {size_t{10}, size_t{300}}) {
+        for (const size_t nq : {size_t{1}, size_t{20}}) {  // scan and GEMM paths
+          Matrix qq(kF32, nq, dim);
+          for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
+          Results r;
+          ASSERT_OK(mt::store_search(s.get(), qq, k, nullptr, &r));
+          std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
+          std::sort(sorted.begin(), sorted.end());
+          for (size_t i = 0; i < nq; ++i)
+            for (size_t j = 0; j < k; ++j)
+              ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "dim " << dim << " query " << i << " rank " << j;
+        }
       }
     }
   }
