@@ -85,7 +85,42 @@ __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 2, %0;\n" ::"n"(kConsumers * 32) : "memory");
 }
 
-template <class T>
+// One k-step of a warp's 2 x 7 MMA tiles. SPLIT (f32 rows, EXACT
+// searches): three TF32 MMAs per tile, each operand split into a TF32 high
+// part and a TF32 remainder (hi*hi + hi*lo + lo*hi; the dropped lo*lo term
+// and the remainders' rounding leave about 2^-21 of each product, against
+// 2^-10 for one TF32 MMA), so the candidates are chosen by keys close to
+// FP32 ones before the exact re-score.
+template <class T, bool SPLIT>
+__device__ __forceinline__ void warp_k_step(float (&acc)[kMT][kNT][4], const uint32_t (&a)[kMT][4],
+                                            const uint32_t (&b)[kNT][2]) {
+  if constexpr (SPLIT) {
+    uint32_t ah[kMT][4], al[kMT][4], bh[kNT][2], bl[kNT][2];
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) split_tf32(a[i][c], ah[i][c], al[i][c]);
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) split_tf32(b[j][c], bh[j][c], bl[j][c]);
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        Mma<float>::mma(acc[i][j], al[i], bh[j]);
+        Mma<float>::mma(acc[i][j], ah[i], bl[j]);
+        Mma<float>::mma(acc[i][j], ah[i], bh[j]);
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) Mma<T>::mma(acc[i][j], a[i], b[j]);
+  }
+}
+
+template <class T, bool SPLIT>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_wide_kernel(StoreRef s, const float* __restrict__ qnorms, uint32_t nq, const float2* __restrict__ terms,
                       uint32_t kc, uint32_t chunk_slots, uint32_t chunk_rows, uint32_t slabs, Cand* __restrict__ cand,
@@ -232,10 +267,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int p = 0; p < 3; ++p)
           ldsm4(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1], base + boff[p] + cb[ks]);
         ldsm2(b[6][0], b[6][1], base + boff[3] + cb[ks]);
-#pragma unroll
-        for (int i = 0; i < kMT; ++i)
-#pragma unroll
-          for (int j = 0; j < kNT; ++j) Mma<T>::mma(acc[i][j], a[i], b[j]);
+        warp_k_step<T, SPLIT>(acc, a, b);
       }
       // This lane has read the stage: release it, except the last slab's,
       // whose terms the epilogue reads.
@@ -428,11 +460,11 @@ bool sampling_on() {
   return on;
 }
 
-template <class T>
+template <class T, bool SPLIT>
 unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
                       uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, float* sample, cudaStream_t st) {
   const WideLayout L(kc);
-  auto kernel = fused_wide_kernel<T>;
+  auto kernel = fused_wide_kernel<T, SPLIT>;
   // Set on every launch: the attribute belongs to this instantiation only.
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
         "fused wide-row smem");
@@ -464,7 +496,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
 
 }  // namespace
 
-bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const void* queries) {
+bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const void* queries, bool fast) {
   // MNEMO_FUSED_WIDE=0 turns it off (for measuring against the other paths).
   static const bool off = [] {
     const char* e = std::getenv("MNEMO_FUSED_WIDE");
@@ -472,7 +504,9 @@ bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const 
   }();
   // Tensor-copy row coordinates are signed 32-bit; the copies need 16-byte
   // aligned bases and row strides.
-  if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu) return false;
+  // EXACT searches only over f32 rows (split TF32 keys; 16-bit rows would
+  // need the f32 queries split into two 16-bit parts).
+  if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu || (!fast && t != DType::f32)) return false;
   if (reinterpret_cast<uintptr_t>(queries) % 16 != 0 || ld * dtype_size(t) % 16 != 0) return false;
   if (device_major() < 9 || !tensor_maps_available()) return false;
   int dev = 0, optin = 0;
@@ -495,14 +529,17 @@ size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks) { return static_cas
 
 unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
-                                float* sample, cudaStream_t st) {
+                                float* sample, bool fast, cudaStream_t st) {
   const auto* tm = static_cast<const float2*>(terms);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
   switch (s.dtype) {
-    case DType::f16: return launch_typed<__half>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
+    case DType::f16:
+      return launch_typed<__half, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
     case DType::bf16:
-      return launch_typed<__nv_bfloat16>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
-    default: return launch_typed<float>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
+      return launch_typed<__nv_bfloat16, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
+    default:
+      return fast ? launch_typed<float, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st)
+                  : launch_typed<float, true>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
   }
 }
 

@@ -145,19 +145,20 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     launch_emit(lists, static_cast<uint32_t>(nq), kc, 0, k_out, s.ids, s.metric, d_ids, d_scores, st);
     return;
   }
-  // FAST batches with short lists take a GEMM with the selection in its
-  // epilogue: over short rows the kernel with the queries in registers
-  // (fused_short.h), over longer ones the kernel that streams the queries
-  // with the rows (fused_wide.h), unless MNEMO_FUSED_GEMM forces the first
-  // fused kernel. Asked once, as the answers query the device.
+  // Batches with short lists take a GEMM with the selection in its
+  // epilogue. FAST: over short rows the kernel with the queries in
+  // registers (fused_short.h), over longer ones the kernel that streams the
+  // queries with the rows (fused_wide.h), unless MNEMO_FUSED_GEMM forces the
+  // first fused kernel. EXACT over f32 rows: the streaming kernel with
+  // split-TF32 keys. Asked once, as the answers query the device.
   enum class Fused { none, short_rows, first, wide } fused = Fused::none;
-  if (use_gemm && fast && small) {
+  if (use_gemm && small) {
     const void* fq = s.dtype == DType::f32 ? static_cast<const void*>(q) : at<void>(fb, o_qt);
-    if (fused_short_usable(slots, kc, s.dtype, ld))
+    if (fast && fused_short_usable(slots, kc, s.dtype, ld))
       fused = Fused::short_rows;
-    else if (fused_gemm_wanted(kc, s.dtype, ld))
+    else if (fast && fused_gemm_wanted(kc, s.dtype, ld))
       fused = Fused::first;
-    else if (fused_wide_usable(slots, kc, s.dtype, ld, fq))
+    else if (fused_wide_usable(slots, kc, s.dtype, ld, fq, fast))
       fused = Fused::wide;
   }
   if (!use_gemm && small) {
@@ -209,8 +210,8 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
     }
   } else if (fused != Fused::none) {
-    // FAST batches with short lists: tensor-core GEMM with the selection in
-    // its epilogue (no score tile in device memory), then the merge of the
+    // Batches with short lists: tensor-core GEMM with the selection in its
+    // epilogue (no score tile in device memory), then the merge of the
     // chunk lists and the exact re-score below.
     const auto sms = static_cast<unsigned>(sm_count);
     auto chunks_for = [&](uint32_t n) {
@@ -254,7 +255,8 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
           used = launch_fused_short_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, st);
           break;
         case Fused::wide:
-          used = launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), st);
+          used =
+              launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);
           break;
         default: used = launch_fused_gemm_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, st);
       }

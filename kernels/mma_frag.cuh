@@ -42,6 +42,12 @@ struct Mma<float> {
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
 };
+// w as a TF32 value and the TF32 value of what is left (w ~ hi + lo to
+// about 2^-22 of w).
+__device__ __forceinline__ void split_tf32(uint32_t w, uint32_t& hi, uint32_t& lo) {
+  hi = Mma<float>::frag(w);
+  lo = Mma<float>::frag(__float_as_uint(__uint_as_float(w) - __uint_as_float(hi)));
+}
 template <>
 struct Mma<__half> {
   __device__ __forceinline__ static uint32_t frag(uint32_t w) { return w; }

@@ -217,6 +217,11 @@ std::vector<Case> cases() {
   v.push_back({5003, 1000, 113, 16, kF16, kDot, kFast, 0});
   v.push_back({3001, 136, 40, 10, kF32, kL2, kFast, 0});
   v.push_back({9000, 384, 250, 5, kBF16, kCos, kFast, 0});
+  // EXACT batches over longer f32 rows (the same kernel with split-TF32
+  // keys): the 768-dim batch shape, partial last slab, N below a warp.
+  v.push_back({20011, 768, 100, 10, kF32, kCos, kExact, 0});
+  v.push_back({3001, 136, 40, 10, kF32, kL2, kExact, 0});
+  v.push_back({7, 300, 16, 7, kF32, kDot, kExact, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;
