@@ -47,7 +47,7 @@ constexpr uint32_t kStageBytes = kASlab + kBSlab;  // both 1024-byte multiples, 
 constexpr int kMT = 2;                             // m-tiles (16 rows) per warp
 constexpr int kNT = 7;                             // n-tiles (8 queries) per warp
 constexpr uint32_t kWarpRows = kMT * 16, kWarpQueries = kNT * 8;
-constexpr uint32_t kOwned = kQueries / kConsumers;  // lists each warp keeps
+[[maybe_unused]] constexpr uint32_t kOwned = kQueries / kConsumers;  // lists each warp keeps
 static_assert(kWarpRows * 4 == kRows && kWarpQueries * 2 == kQueries, "8 warps as 4 row groups x 2 query groups");
 
 // Shared memory in bytes: the stages, each stage's slot terms, the full and
@@ -70,9 +70,10 @@ struct WideLayout {
   }
 };
 
-// Barriers among the consumer warps only (the producer never waits on
+// Barriers among the consumer warps only (unused where the kernel body is
+// compiled out, below sm_90) (the producer never waits on
 // them): a vote, and a plain barrier.
-__device__ __forceinline__ bool consumers_any(bool v) {
+[[maybe_unused]] __device__ __forceinline__ bool consumers_any(bool v) {
   uint32_t r;
   asm volatile(
       "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, 1, %2, p;\n selp.u32 %0, 1, 0, q;\n}\n"
@@ -81,7 +82,7 @@ __device__ __forceinline__ bool consumers_any(bool v) {
       : "memory");
   return r != 0;
 }
-__device__ __forceinline__ void consumers_sync() {
+[[maybe_unused]] __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 2, %0;\n" ::"n"(kConsumers * 32) : "memory");
 }
 
