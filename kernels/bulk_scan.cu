@@ -8,7 +8,6 @@
 // against 0.467 ms on the register-fed scan, but 0.816 ms against 0.704 ms
 // for f32 rows, so it serves 16-bit storage by default.
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cuda/ptx>
 
@@ -200,18 +199,6 @@ void launch_dtype(const StoreRef& s, const float* q, const float* qn, uint32_t k
 }
 
 }  // namespace
-
-int device_major() {
-  static std::atomic<int> major[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  int m = major[dev].load(std::memory_order_relaxed);
-  if (m == 0) {
-    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    major[dev].store(m, std::memory_order_relaxed);
-  }
-  return m;
-}
 
 bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   // MNEMO_SCAN_BULK=0/1 turns it off or on for every dtype (for measuring).

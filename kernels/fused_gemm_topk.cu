@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "device_caps.h"
 #include "fused_chunks.h"
 #include "mma_frag.cuh"
 #include "row_dot.cuh"
@@ -361,11 +362,7 @@ bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
   }();
   if (forced == 0 || kc > static_cast<uint32_t>(kFusedMaxList)) return false;
   if (forced < 0 && (t == DType::f32 || ld > 128)) return false;
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return false;
-  return FusedSmem(static_cast<int>(kc)).bytes() <= static_cast<size_t>(optin);
+  return FusedSmem(static_cast<int>(kc)).bytes() <= device_smem_optin();
 }
 
 unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {

@@ -104,12 +104,7 @@ __device__ __forceinline__ void admit(const float (&key)[NT][4], float (&th)[NT]
         // The list one entry per lane (RegList: an insertion is a ballot and
         // two shuffles).
         Cand* l = lists + ql * kc;
-        RegList rl = RegList::make(kc);
-        rl.n = counts[ql];
-        if (lane < rl.n) rl.key = l[lane].key, rl.slot = l[lane].slot;
-        if (rl.n == kc)
-          rl.worst_key = __shfl_sync(kFullMask, rl.key, kc - 1),
-          rl.worst_slot = __shfl_sync(kFullMask, rl.slot, kc - 1);
+        RegList rl = load_reg_list(l, counts[ql], kc, lane);
         __syncwarp();  // every lane has read the count before lane 0 rewrites it
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -122,7 +117,7 @@ __device__ __forceinline__ void admit(const float (&key)[NT][4], float (&th)[NT]
             if (rl.admits(kk, ss, ids)) rl.insert(kk, ss, ids, lane);
           }
         }
-        if (lane < rl.n) l[lane] = Cand{rl.key, rl.slot};
+        rl.store(l, rl.n, lane);
         if (lane == 0) {
           counts[ql] = rl.n;
           if (rl.n == kc) atomicMax(gth + ql, ordered_bits(rl.worst_key));
@@ -389,11 +384,7 @@ bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
   if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu) return false;
   const int ks = ksteps_for(ld * dtype_size(t), t);
   if (ks == 0 || device_major() < 9 || !tensor_maps_available()) return false;
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return false;
-  return smem_bytes(t, ks, kc) <= static_cast<size_t>(optin);
+  return smem_bytes(t, ks, kc) <= device_smem_optin();
 }
 
 unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count) {

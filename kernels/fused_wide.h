@@ -1,7 +1,7 @@
-// Query batches in FAST mode over long rows (fused_wide_topk.cu): a
-// tensor-core GEMM with the top-k selection in its epilogue, for rows too
-// long for the short-row kernel's queries-in-registers layout. Serves lists
-// of at most 32 candidates on sm_90 and later.
+// Query batches over long rows (fused_wide_topk.cu), FAST, and EXACT over
+// f32 rows: a tensor-core GEMM with the top-k selection in its epilogue,
+// for rows too long for the short-row kernel's queries-in-registers layout.
+// Serves lists of at most 32 candidates on sm_90 and later.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
-// Query batches in FAST mode over long rows (sm_90 and later): a
-// tensor-core GEMM whose epilogue selects, for rows whose queries do not fit
-// in registers (the short-row kernel's layout).
+// Query batches over long rows (sm_90 and later; FAST, and EXACT over f32
+// rows): a tensor-core GEMM whose epilogue selects, for rows whose queries
+// do not fit in registers (the short-row kernel's layout).
 // - A block computes tiles of 128 store rows x 112 queries. One producer
 //   thread streams each tile as 128-byte slabs of K: the store rows' slab
 //   and the queries' slab side by side in one stage (TMA tensor copies,
@@ -17,8 +17,9 @@
 //   passes (nearly all, once the lists fill) cost one vote.
 // - Thresholds are shared between the chunks of a query through device
 //   memory, as in the short-row kernel.
+// - EXACT: split-TF32 MMAs (warp_k_step) choose the candidates.
 // The chunk lists are merged and re-scored exactly afterwards, as for the
-// other FAST batch paths.
+// other batch paths.
 #include <algorithm>
 #include <cstdlib>
 #include <cuda/ptx>
@@ -70,9 +71,9 @@ struct WideLayout {
   }
 };
 
-// Barriers among the consumer warps only (unused where the kernel body is
-// compiled out, below sm_90) (the producer never waits on
-// them): a vote, and a plain barrier.
+// Barriers among the consumer warps only (the producer never waits on
+// them): a vote, and a plain barrier. Unused where the kernel body is
+// compiled out (below sm_90).
 [[maybe_unused]] __device__ __forceinline__ bool consumers_any(bool v) {
   uint32_t r;
   asm volatile(
@@ -216,9 +217,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // m >> 1. B (queries, n-tiles 2p and 2p + 1): matrix m is n-tile 2p +
   // (m >> 1), bytes by m & 1; the seventh n-tile alone through lanes 0-15.
   // The swizzle stores 16-byte chunk c of row r at chunk c ^ (r % 8), and
-  // r % 8 = lane % 8 for every address here. Over f32 rows the words go to
-  // the TF32 MMA unrounded (the unit reads the TF32 bits of each): only
-  // candidates are chosen here.
+  // r % 8 = lane % 8 for every address here. Over f32 rows in FAST mode the
+  // words go to the TF32 MMA unrounded (the unit reads the TF32 bits of
+  // each): only candidates are chosen here.
   const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   uint32_t aoff[kMT], boff[4], ca[4], cb[4];
 #pragma unroll
@@ -336,12 +337,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int c = fill[ql];
         if (c == 0) continue;
         Cand* l = lists + ql * kc;
-        RegList rl = RegList::make(static_cast<int>(kc));
-        rl.n = counts[ql];
-        if (lane < rl.n) rl.key = l[lane].key, rl.slot = l[lane].slot;
-        if (rl.n == static_cast<int>(kc))
-          rl.worst_key = __shfl_sync(kFullMask, rl.key, kc - 1),
-          rl.worst_slot = __shfl_sync(kFullMask, rl.slot, kc - 1);
+        RegList rl = load_reg_list(l, counts[ql], static_cast<int>(kc), lane);
         for (int b0 = 0; b0 < c; b0 += 32) {
           const int j = b0 + lane;
           const bool has = j < c;
@@ -349,8 +345,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint32_t slot = first + (has ? qrow[ql * kRows + j] : 0u);
           rl.offer(has, k, slot, s.ids, lane);
         }
-        if (lane < rl.n) l[lane] = Cand{rl.key, rl.slot};
-        __syncwarp();  // every lane has read the queue's count before lane 0 clears it
+        // Its warp barrier also orders every lane's read of the queue's count
+        // before lane 0 clears it.
+        rl.store(l, rl.n, lane);
         if (lane == 0) {
           counts[ql] = rl.n;
           fill[ql] = 0;
@@ -510,11 +507,7 @@ bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const 
   if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu || (!fast && t != DType::f32)) return false;
   if (reinterpret_cast<uintptr_t>(queries) % 16 != 0 || ld * dtype_size(t) % 16 != 0) return false;
   if (device_major() < 9 || !tensor_maps_available()) return false;
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return false;
-  return WideLayout(kc).bytes <= static_cast<size_t>(optin);
+  return WideLayout(kc).bytes <= device_smem_optin();
 }
 
 unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {

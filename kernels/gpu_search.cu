@@ -151,14 +151,16 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   // queries with the rows (fused_wide.h), unless MNEMO_FUSED_GEMM forces the
   // first fused kernel. EXACT over f32 rows: the streaming kernel with
   // split-TF32 keys. Asked once, as the answers query the device.
+  // The fused kernels take the queries in the storage dtype: 16-bit copies
+  // go to o_qt (converted in that branch).
+  const void* q_store = s.dtype == DType::f32 ? static_cast<const void*>(q) : at<void>(fb, o_qt);
   enum class Fused { none, short_rows, first, wide } fused = Fused::none;
   if (use_gemm && small) {
-    const void* fq = s.dtype == DType::f32 ? static_cast<const void*>(q) : at<void>(fb, o_qt);
     if (fast && fused_short_usable(slots, kc, s.dtype, ld))
       fused = Fused::short_rows;
     else if (fast && fused_gemm_wanted(kc, s.dtype, ld))
       fused = Fused::first;
-    else if (fused_wide_usable(slots, kc, s.dtype, ld, fq, fast))
+    else if (fused_wide_usable(slots, kc, s.dtype, ld, q_store, fast))
       fused = Fused::wide;
   }
   if (!use_gemm && small) {
@@ -221,11 +223,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
         default: return fused_gemm_chunks(slots, n, sms);
       }
     };
-    const void* qmat = q;
-    if (s.dtype != DType::f32) {
-      launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
-      qmat = at<void>(fb, o_qt);
-    }
+    if (s.dtype != DType::f32) launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
     const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
     auto cand_bytes = [&](uint64_t n) -> uint64_t {
       if (n == 0) return 0;
@@ -242,13 +240,13 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
                                                       : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
-    launch_slot_terms(s, at<void>(w, o_terms), st);
+    void* terms = at<void>(w, o_terms);
+    unsigned* thr = at<unsigned>(w, o_thr);
+    launch_slot_terms(s, terms, st);
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const unsigned chunks = chunks_for(n);
-      const void* qm = static_cast<const unsigned char*>(qmat) + q0 * ld * qbytes;
-      void* terms = at<void>(w, o_terms);
-      unsigned* thr = at<unsigned>(w, o_thr);
+      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * qbytes;
       unsigned used;
       switch (fused) {
         case Fused::short_rows:

@@ -12,8 +12,10 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 
-// warp 0 folds the other warps' lists (in shared memory) into its own.
-__device__ void block_fold(WarpList& mine, Cand* lists, const int* counts, int k, const uint64_t* ids, int lane) {
+// warp 0 folds the other warps' lists (in shared memory) into its own
+// (a WarpList or a RegList).
+template <class List>
+__device__ void block_fold(List& mine, Cand* lists, const int* counts, int k, const uint64_t* ids, int lane) {
   for (int w = 1; w < kWarps; ++w) {
     offer_all(mine, lists + w * k, counts[w], ids, lane);
   }
@@ -72,6 +74,27 @@ __global__ void __launch_bounds__(kThreads)
   if (thr && lane == 0 && wl.n == static_cast<int>(k)) atomicMax(thr + q, ordered_bits(wl.c[k - 1].key));
 }
 
+// One block's merge of the m candidates at c into list l: each warp offers
+// a stride of them to its own list, publishes it in lists (a no-op copy
+// for a WarpList, which lives there), then warp 0 folds the others into
+// its list and writes it to out.
+template <class List>
+__device__ void merge_block(List& l, const Cand* c, uint64_t m, uint32_t k, const uint64_t* ids, Cand* lists,
+                            int* counts, Cand* out, int warp, int lane) {
+  for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m; b += kWarps * 32) {
+    const uint64_t j = b + lane;
+    const bool has = j < m;
+    const Cand x = has ? c[j] : empty_cand();
+    l.offer(has && x.slot != 0xffffffffu, x.key, x.slot, ids, lane);
+  }
+  l.store(lists + warp * k, k, lane);
+  if (lane == 0) counts[warp] = l.n;
+  __syncthreads();
+  if (warp != 0) return;
+  block_fold(l, lists, counts, static_cast<int>(k), ids, lane);
+  l.store(out, k, lane);
+}
+
 __global__ void __launch_bounds__(kThreads)
     merge_kernel(const Cand* __restrict__ cand, uint64_t m, uint32_t k, const uint64_t* ids, Cand* out) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -79,38 +102,17 @@ __global__ void __launch_bounds__(kThreads)
   int* counts = reinterpret_cast<int*>(lists + kWarps * k);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const Cand* c = cand + blockIdx.x * m;
+  Cand* o = out + static_cast<uint64_t>(blockIdx.x) * k;
   if (k <= 32) {
     // Lists in registers (an insertion is a ballot and two shuffles, not a
     // shift through shared memory): the fused kernels' many short chunk
     // lists took 75 us per 100 queries with shared-memory lists (H200).
     RegList rl = RegList::make(static_cast<int>(k));
-    for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m; b += kWarps * 32) {
-      const uint64_t j = b + lane;
-      const bool has = j < m;
-      const Cand x = has ? c[j] : empty_cand();
-      rl.offer(has && x.slot != 0xffffffffu, x.key, x.slot, ids, lane);
-    }
-    rl.store(lists + warp * k, k, lane);
-    if (lane == 0) counts[warp] = rl.n;
-    __syncthreads();
-    if (warp != 0) return;
-    for (int w = 1; w < kWarps; ++w) offer_all(rl, lists + w * k, counts[w], ids, lane);
-    rl.store(out + static_cast<uint64_t>(blockIdx.x) * k, k, lane);
-    return;
+    merge_block(rl, c, m, k, ids, lists, counts, o, warp, lane);
+  } else {
+    WarpList wl{lists + warp * k, static_cast<int>(k), 0};
+    merge_block(wl, c, m, k, ids, lists, counts, o, warp, lane);
   }
-  WarpList wl{lists + warp * k, static_cast<int>(k), 0};
-  for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m; b += kWarps * 32) {
-    const uint64_t j = b + lane;
-    const bool has = j < m;
-    const Cand x = has ? c[j] : empty_cand();
-    wl.offer(has && x.slot != 0xffffffffu, x.key, x.slot, ids, lane);
-  }
-  if (lane == 0) counts[warp] = wl.n;
-  __syncthreads();
-  if (warp != 0) return;
-  block_fold(wl, lists, counts, static_cast<int>(k), ids, lane);
-  Cand* o = out + static_cast<uint64_t>(blockIdx.x) * k;
-  for (uint32_t j = lane; j < k; j += 32) o[j] = static_cast<int>(j) < wl.n ? wl.c[j] : empty_cand();
 }
 
 // One warp per candidate: the exact key from the stored row.

@@ -235,7 +235,8 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   for (const int32_t precision : {kExact, kFast}) {
-    for (const size_t dim : {size_t{64}, size_t{300}}) {  // short-row and long-row fused kernels
+    // dim 64: the short-row kernel (FAST); dim 300: the long-row kernel (FAST and EXACT).
+    for (const size_t dim : {size_t{64}, size_t{300}}) {
       auto rt = cuda_runtime(precision);
       const size_t dups = 600, others = 3000;
       auto s = mt::make_store(dim, kF32, kCos, rt.get());
