@@ -122,11 +122,13 @@ __device__ __forceinline__ void warp_k_step(float (&acc)[kMT][kNT][4], const uin
   }
 }
 
-template <class T, bool SPLIT>
+// EMIT: long lists (candidates to out; the dense pass where out.dense is
+// set), an instantiation of its own so the list kernel keeps its registers.
+template <class T, bool SPLIT, bool EMIT>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_wide_kernel(StoreRef s, const float* __restrict__ qnorms, uint32_t nq, const float2* __restrict__ terms,
                       uint32_t kc, uint32_t chunk_slots, uint32_t chunk_rows, uint32_t slabs, Cand* __restrict__ cand,
-                      uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample,
+                      uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample, WideCandidates out,
                       const __grid_constant__ CUtensorMap rows, const __grid_constant__ CUtensorMap qmap) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -149,6 +151,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + min(chunk_slots, chunk_rows));
   const uint32_t tiles = (hi - lo + kRows - 1) / kRows;
   const float ninf = -__int_as_float(0x7f800000), nan = __int_as_float(0x7fc00000);
+  // Long lists: candidates go to device memory (emit), and the dense pass
+  // (every key) runs only for query tiles where a query's candidates
+  // overflowed.
+  constexpr bool emit = EMIT;
+  if (EMIT && out.dense != nullptr) {
+    bool need = false;
+    for (uint32_t i = threadIdx.x; i < kQueries; i += kThreads)
+      need = need || (q0 + i < nq && out.count[q0 + i] > out.cap);
+    if (!__syncthreads_or(need)) return;
+  }
 
   // Thresholds: what other chunks have published (-inf before any:
   // from_ordered_bits(0) is NaN, which fmaxf drops); NaN past nq, which
@@ -299,6 +311,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       k = fmaf(k * qs[j][e], sa[i][h], sb[i][h]);
       any = any || k >= th[j][e];
     }
+    if (EMIT && out.dense != nullptr) {
+      // Every key of the tile's rows of the chunk, for the overflowed queries'
+      // exact selection.
+#pragma unroll
+      for (int x = 0; x < kMT * kNT * 4; ++x) {
+        const int i = x / (kNT * 4), j = x / 4 % kNT, h = x / 2 % 2, e = x % 2;
+        const uint32_t r = wr * kWarpRows + 16 * i + g + 8 * h, q = q0 + cq0 + j * 8 + 2 * t4 + e;
+        if (r < n && q < nq) out.dense[static_cast<uint64_t>(q) * s.slots + first + r] = acc[i][j][2 * h + e];
+      }
+      continue;
+    }
     if (sample) {
       // Sampling pass (one tile): per query, the largest key of each lane's
       // four rows, so every value written is the key of a distinct row.
@@ -328,7 +351,28 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    if (consumers_any(any)) {
+    if (emit && consumers_any(any)) {
+      // Each warp appends the queues of the queries it owns to their
+      // candidates in device memory: one atomic per query reserves the room
+      // (lane u for owned query u), then the warp copies each queue.
+      const uint32_t ql_l = own0 + lane;
+      const int c = lane < static_cast<int>(kOwned) ? fill[ql_l] : 0;
+      const uint32_t base = c > 0 ? atomicAdd(out.count + q0 + ql_l, static_cast<uint32_t>(c)) : 0u;
+      for (uint32_t u = 0; u < kOwned; ++u) {
+        const int cu = __shfl_sync(kFullMask, c, u);
+        const uint32_t bu = __shfl_sync(kFullMask, base, u);
+        const uint32_t ql = own0 + u;
+        const uint64_t o = static_cast<uint64_t>(q0 + ql) * out.cap;
+        for (int j = lane; j < cu; j += 32)
+          if (bu + j < out.cap) {
+            out.keys[o + bu + j] = qkey[ql * kRows + j];
+            out.slots[o + bu + j] = first + qrow[ql * kRows + j];
+          }
+      }
+      __syncwarp();
+      if (c > 0) fill[ql_l] = 0;
+      consumers_sync();
+    } else if (!emit && consumers_any(any)) {
       // Each warp merges the queues of the queries it owns into their lists
       // (held one entry per lane meanwhile) and raises their block
       // thresholds.
@@ -369,7 +413,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
   }
 
-  if (sample) return;
+  if (sample || emit) return;
   // The owned lists (best first, empty entries after) as this chunk's.
   for (uint32_t u = 0; u < kOwned; ++u) {
     const uint32_t ql = own0 + u, q = q0 + ql;
@@ -458,19 +502,32 @@ bool sampling_on() {
   return on;
 }
 
+// Rows per chunk for `chunks` chunks (whole tiles), and whether the
+// sampling pass runs (chunks of at least four tiles).
+uint32_t chunk_rows(uint32_t slots, unsigned chunks) { return ceil_div(ceil_div(slots, chunks), kRows) * kRows; }
+bool samples(uint32_t per) { return sampling_on() && per >= 4 * kRows; }
+
+// out.count set: long lists, kc candidates per query chosen from what the
+// kernel writes to out (then the dense pass where out overflowed);
+// otherwise the chunk lists in cand.
 template <class T, bool SPLIT>
 unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
-                      uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, float* sample, cudaStream_t st) {
-  const WideLayout L(kc);
-  auto kernel = fused_wide_kernel<T, SPLIT>;
-  // Set on every launch: the attribute belongs to this instantiation only.
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
-        "fused wide-row smem");
-  const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
+                      uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, float* sample, const WideCandidates& out,
+                      cudaStream_t st) {
+  const bool emit = out.count != nullptr;
+  const uint32_t kl = emit ? 0 : kc;  // the shared-memory lists' length
+  const WideLayout L(kl);
+  auto lists_kernel = fused_wide_kernel<T, SPLIT, false>;
+  auto kernel = emit ? fused_wide_kernel<T, SPLIT, true> : lists_kernel;
+  // Set on every launch: the attribute belongs to each instantiation alone.
+  for (auto* k : {lists_kernel, kernel})
+    check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
+          "fused wide-row smem");
+  const uint32_t per = chunk_rows(s.slots, chunks);
   const unsigned used = ceil_div(s.slots, per);
   const uint32_t slabs = static_cast<uint32_t>(ceil_div(s.ld * sizeof(T), 128ull));
   const dim3 grid(ceil_div(nq, kQueries), used);
-  const uint64_t stride = static_cast<uint64_t>(used) * kc;
+  const uint64_t stride = static_cast<uint64_t>(used) * kl;
   const CUtensorMap rows = row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows);
   const CUtensorMap qmap = row_box_map(queries, s.dtype, s.ld, nq, kQueries);
   // Sampling pass: the first tile of every chunk gives 32 keys of distinct
@@ -479,35 +536,65 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   // lists (about 100 admissions per query and chunk) took a third of the
   // kernel's time on the H200. The keys are this kernel's own, so the bound
   // holds exactly.
-  if (sampling_on() && per >= 4 * kRows) {
-    kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kc, per, kRows, slabs, cand, stride, gth, sample,
-                                            rows, qmap);
+  if (samples(per)) {
+    lists_kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, kRows, slabs, cand, stride, gth,
+                                                  sample, WideCandidates{}, rows, qmap);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (sampling)");
     kth_key_kernel<<<nq, kKthThreads, 0, st>>>(sample, used * 32, kc, gth);
     MNEMO_CUDA_LAUNCHED("kth_key_kernel");
   }
-  kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kc, per, per, slabs, cand, stride, gth, nullptr, rows,
-                                          qmap);
+  WideCandidates main = out;
+  main.dense = nullptr;
+  kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, main,
+                                          rows, qmap);
   MNEMO_CUDA_LAUNCHED("fused_wide_kernel");
+  if (emit) {
+    // Blocks of query tiles without an overflowed query leave at once.
+    kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
+                                            rows, qmap);
+    MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
+  }
   return used;
 }
 
-}  // namespace
+template <class... A>
+unsigned launch_any(const StoreRef& s, bool fast, A&&... a) {
+  switch (s.dtype) {
+    case DType::f16: return launch_typed<__half, false>(s, a...);
+    case DType::bf16: return launch_typed<__nv_bfloat16, false>(s, a...);
+    default: return fast ? launch_typed<float, false>(s, a...) : launch_typed<float, true>(s, a...);
+  }
+}
 
-bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const void* queries, bool fast) {
+bool wide_off() {
   // MNEMO_FUSED_WIDE=0 turns it off (for measuring against the other paths).
   static const bool off = [] {
     const char* e = std::getenv("MNEMO_FUSED_WIDE");
     return e && std::atoi(e) == 0;
   }();
-  // Tensor-copy row coordinates are signed 32-bit; the copies need 16-byte
-  // aligned bases and row strides.
-  // EXACT searches only over f32 rows (split TF32 keys; 16-bit rows would
-  // need the f32 queries split into two 16-bit parts).
-  if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu || (!fast && t != DType::f32)) return false;
+  return off;
+}
+
+// What both list kinds need: sm_90 and tensor maps, 16-byte aligned copies
+// (bases and row strides), signed 32-bit row coordinates; EXACT searches
+// only over f32 rows (split TF32 keys; 16-bit rows would need the f32
+// queries split into two 16-bit parts).
+bool wide_usable(uint32_t slots, uint32_t kl, DType t, uint64_t ld, const void* queries, bool fast) {
+  if (wide_off() || slots > 0x7fffffffu || (!fast && t != DType::f32)) return false;
   if (reinterpret_cast<uintptr_t>(queries) % 16 != 0 || ld * dtype_size(t) % 16 != 0) return false;
   if (device_major() < 9 || !tensor_maps_available()) return false;
-  return WideLayout(kc).bytes <= device_smem_optin();
+  return WideLayout(kl).bytes <= device_smem_optin();
+}
+
+}  // namespace
+
+bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const void* queries, bool fast) {
+  return kc > 0 && kc <= 32 && wide_usable(slots, kc, t, ld, queries, fast);
+}
+
+bool fused_wide_emit_usable(uint32_t slots, uint32_t nq, uint32_t kc, DType t, uint64_t ld, const void* queries,
+                            bool fast) {
+  return kc > 32 && nq <= kWideEmitMaxQueries && wide_usable(slots, 0, t, ld, queries, fast);
 }
 
 unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
@@ -521,20 +608,31 @@ unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
 
 size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks) { return static_cast<size_t>(nq) * chunks * 32 * 4; }
 
+uint32_t fused_wide_emit_cap(uint32_t slots, uint32_t kc, unsigned chunks) {
+  // With the sampling pass about kc keys per tile of a chunk reach the
+  // bound (a sample is the largest of four rows' keys, 32 samples a chunk):
+  // four times that. Without it every row is a candidate.
+  const uint32_t per = chunk_rows(slots, chunks);
+  if (!samples(per)) return slots;
+  const uint64_t want = std::max<uint64_t>(4ull * kc * (per / kRows), 16384);
+  return static_cast<uint32_t>(std::min<uint64_t>(slots, (want + 31) / 32 * 32));
+}
+
 unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
                                 float* sample, bool fast, cudaStream_t st) {
-  const auto* tm = static_cast<const float2*>(terms);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
-  switch (s.dtype) {
-    case DType::f16:
-      return launch_typed<__half, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
-    case DType::bf16:
-      return launch_typed<__nv_bfloat16, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
-    default:
-      return fast ? launch_typed<float, false>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st)
-                  : launch_typed<float, true>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, sample, st);
-  }
+  return launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, cand, thresholds,
+                    sample, WideCandidates{}, st);
+}
+
+void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float* qnorms, const void* terms, uint32_t nq,
+                            uint32_t kc, unsigned chunks, unsigned* thresholds, float* sample,
+                            const WideCandidates& out, bool fast, cudaStream_t st) {
+  MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
+  MNEMO_CUDA_CHECK(cudaMemsetAsync(out.count, 0, static_cast<size_t>(nq) * 4, st));
+  launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, sample,
+             out, st);
 }
 
 }  // namespace mnemo::cuda

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "arena.h"
+#include "compact_select.h"
 #include "cuda_backend.h"
 #include "device_args.h"
 #include "device_store.h"
@@ -163,6 +164,11 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     else if (fused_wide_usable(slots, kc, s.dtype, ld, q_store, fast))
       fused = Fused::wide;
   }
+  // Batches with longer lists over long rows: the long-row kernel writes
+  // the candidates above a sampled bound, an exact selection takes kc of
+  // them (its dense fallback needs a key row per query in the workspace).
+  const bool emit = use_gemm && kc > static_cast<uint32_t>(kFusedMaxList) && slots * 12ull <= budget / 2 &&
+                    fused_wide_emit_usable(slots, static_cast<uint32_t>(nq), kc, s.dtype, ld, q_store, fast);
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
@@ -210,6 +216,47 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       float* keys = at<float>(w, o_keys);
       launch_score_rows(s, q + q0 * ld, qn + q0, n, keys, static_cast<unsigned>(sm_count), st);
       launch_large_select(keys, n, slots, kc, s.ids, lists + q0 * kc, at<void>(w, o_sel), sel, st);
+    }
+  } else if (emit) {
+    const auto sms = static_cast<unsigned>(sm_count);
+    if (s.dtype != DType::f32) launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+    const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
+    uint64_t qc = nq;
+    uint32_t cap = 0;
+    Arena ar;
+    size_t o_terms = 0, o_thr = 0, o_count = 0, o_samp = 0, o_keys = 0, o_slots = 0, o_dense = 0, o_sel = 0;
+    for (;;) {
+      // The remainder chunk's launch may split the store differently.
+      const uint32_t rem = static_cast<uint32_t>(nq % qc);
+      const unsigned ch = fused_wide_chunks(slots, static_cast<uint32_t>(qc), sms),
+                     ch_rem = rem ? fused_wide_chunks(slots, rem, sms) : ch;
+      cap = std::max(fused_wide_emit_cap(slots, kc, ch), fused_wide_emit_cap(slots, kc, ch_rem));
+      ar = Arena();
+      // One entry past the last slot: the kernel copies terms in pairs.
+      o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8);
+      o_thr = ar.add(qc * 4);
+      o_count = ar.add(qc * 4);
+      o_samp = ar.add(
+          std::max(fused_wide_sample_bytes(static_cast<uint32_t>(qc), ch), fused_wide_sample_bytes(rem, ch_rem)));
+      o_keys = ar.add(qc * cap * 4);
+      o_slots = ar.add(qc * cap * 4);
+      o_dense = ar.add(qc * slots * 4);
+      o_sel = ar.add(compact_select_temp_bytes(static_cast<uint32_t>(qc), kc));
+      if (ar.size() <= budget || qc == 1) break;
+      qc = (qc + 1) / 2;
+    }
+    void* w = ctx.scratch(ar.size());
+    void* terms = at<void>(w, o_terms);
+    const WideCandidates out{at<float>(w, o_keys), at<uint32_t>(w, o_slots), at<uint32_t>(w, o_count), cap,
+                             at<float>(w, o_dense)};
+    launch_slot_terms(s, terms, st);
+    for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * qbytes;
+      launch_fused_wide_emit(s, qm, qn + q0, terms, n, kc, fused_wide_chunks(slots, n, sms), at<unsigned>(w, o_thr),
+                             at<float>(w, o_samp), out, fast, st);
+      launch_compact_select(out.dense, n, slots, kc, s.ids, out.keys, out.slots, out.count, cap, lists + q0 * kc,
+                            at<void>(w, o_sel), st);
     }
   } else if (fused != Fused::none) {
     // Batches with short lists: tensor-core GEMM with the selection in its

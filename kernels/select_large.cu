@@ -8,6 +8,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_merge_sort.cuh>
 
+#include "compact_select.h"
 #include "search_kernels.h"
 
 namespace mnemo::cuda {
@@ -364,6 +365,21 @@ void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k,
   check(cub::DeviceMergeSort::SortKeys(static_cast<unsigned char*>(temp) + head, sort_bytes, qc,
                                        static_cast<int64_t>(total), SafeOrder{ids}, st),
         "DeviceMergeSort");
+  unpack_kernel<<<ceil_div(total, 256), 256, 0, st>>>(qc, total, out);
+  MNEMO_CUDA_LAUNCHED("unpack_kernel");
+}
+
+size_t compact_select_temp_bytes(uint32_t nq, uint32_t k) {
+  return round256(static_cast<uint64_t>(nq) * k * sizeof(QCand));
+}
+
+void launch_compact_select(const float* dense, uint32_t nq, uint32_t n, uint32_t k, const uint64_t* ids,
+                           const float* keys, const uint32_t* slots, const uint32_t* count, uint32_t cap, Cand* out,
+                           void* temp, cudaStream_t st) {
+  auto* qc = static_cast<QCand*>(temp);
+  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc);
+  MNEMO_CUDA_LAUNCHED("radix_select_kernel");
+  const uint64_t total = static_cast<uint64_t>(nq) * k;
   unpack_kernel<<<ceil_div(total, 256), 256, 0, st>>>(qc, total, out);
   MNEMO_CUDA_LAUNCHED("unpack_kernel");
 }

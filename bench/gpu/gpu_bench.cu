@@ -312,6 +312,12 @@ int main(int argc, char** argv) {
                    sms);
       bench_search(ctx, f, "extra 1000q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 1000, 10, true,
                    KeyMetric::cosine, sms);
+      bench_search(ctx, f, "extra 100q x 1M x 768 f32 k=100", DType::f32, 1000000, 768, 100, 100, true,
+                   KeyMetric::cosine, sms);
+      bench_search(ctx, f, "extra 100q x 1M x 768 f32 EXACT k=1024", DType::f32, 1000000, 768, 100, 1024, false,
+                   KeyMetric::cosine, sms);
+      bench_search(ctx, f, "extra 300q x 1M x 768 f32 k=1024", DType::f32, 1000000, 768, 300, 1024, true,
+                   KeyMetric::cosine, sms);
       return 0;
     }
     bench_host_call(f);

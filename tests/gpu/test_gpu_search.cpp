@@ -222,6 +222,16 @@ std::vector<Case> cases() {
   v.push_back({20011, 768, 100, 10, kF32, kCos, kExact, 0});
   v.push_back({3001, 136, 40, 10, kF32, kL2, kExact, 0});
   v.push_back({7, 300, 16, 7, kF32, kDot, kExact, 0});
+  // Longer lists over long rows (the long-row kernel writing candidates
+  // for an exact selection, sm_90 and later): N not a multiple of the tile
+  // with every row within the candidate room, FAST and EXACT; two query
+  // tiles over a partial last slab; k = N = 50 (the filter keeps fewer);
+  // a store past the room of 16384 candidates, its bound sampled.
+  v.push_back({20011, 768, 40, 300, kF32, kCos, kFast, 0});
+  v.push_back({20011, 768, 40, 300, kF32, kL2, kExact, 0});
+  v.push_back({5003, 1000, 113, 100, kF16, kDot, kFast, 0});
+  v.push_back({50, 300, 16, 50, kBF16, kL2, kFast, 0});
+  v.push_back({100003, 136, 17, 40, kF32, kCos, kFast, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
   return v;
@@ -266,6 +276,35 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
         }
       }
     }
+  }
+}
+
+// A batch where ties let every row reach the sampled bound: more candidates
+// than the long-row kernel keeps, so the overflowed queries are selected
+// from every key; equal scores still rank by the smaller id.
+TEST(GpuSearchTies, OverflowingCandidatesRankBySmallerId) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t dim = 300, dups = 18000, others = 2011, nq = 20, k = 20;
+  const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+  Matrix all(kF32, dups + others, dim);
+  const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
+  for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
+  for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
+  const auto ids = spread_ids(rng, dups + others);
+  std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
+  std::sort(sorted.begin(), sorted.end());
+  Matrix q(kF32, nq, dim);
+  for (size_t i = 0; i < nq; ++i) q.copy_row(i, base, 0);
+  for (const int32_t precision : {kExact, kFast}) {
+    auto rt = cuda_runtime(precision);
+    auto s = mt::make_store(dim, kF32, kCos, rt.get());
+    ASSERT_TRUE(s);
+    ASSERT_OK(mt::store_add(s.get(), ids, all));
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
+    for (size_t i = 0; i < nq; ++i)
+      for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
   }
 }
 
