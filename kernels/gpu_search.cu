@@ -276,15 +276,19 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       if (n == 0) return 0;
       return n * chunks_for(static_cast<uint32_t>(n)) * kc * sizeof(Cand);
     };
+    // The remainder's launch splits the store into more chunks where it has
+    // fewer query tiles: both sizes bound the buffers.
+    auto sample_bytes = [&](uint64_t n) -> size_t {
+      const auto n32 = static_cast<uint32_t>(n);
+      return n ? fused_wide_sample_bytes(n32, chunks_for(n32)) : 0;
+    };
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
     Arena ar;
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
                  o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
-                 o_samp = ar.add(fused == Fused::wide ? fused_wide_sample_bytes(static_cast<uint32_t>(qc),
-                                                                                chunks_for(static_cast<uint32_t>(qc)))
-                                                      : 0);
+                 o_samp = ar.add(fused == Fused::wide ? std::max(sample_bytes(qc), sample_bytes(nq % qc)) : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
     void* terms = at<void>(w, o_terms);
