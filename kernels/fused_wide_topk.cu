@@ -510,10 +510,12 @@ bool sampling_on() {
 
 // Rows per chunk for `chunks` chunks (whole tiles), and whether the
 // sampling pass runs over chunks of per rows: chunks of at least four
-// tiles, and the 32 samples of each in kth_key_kernel's shared memory.
+// tiles, and the 32 samples of each in kth_key_kernel's shared memory
+// (beside its 1 KB histogram).
 uint32_t chunk_rows(uint32_t slots, unsigned chunks) { return ceil_div(ceil_div(slots, chunks), kRows) * kRows; }
 bool samples(uint32_t slots, uint32_t per) {
-  return sampling_on() && per >= 4 * kRows && static_cast<size_t>(ceil_div(slots, per)) * 32 * 4 <= device_smem_optin();
+  return sampling_on() && per >= 4 * kRows &&
+         static_cast<size_t>(ceil_div(slots, per)) * 32 * 4 + 2048 <= device_smem_optin();
 }
 
 // out.count set: long lists, kc candidates per query chosen from what the
