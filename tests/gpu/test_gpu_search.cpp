@@ -260,8 +260,6 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
       auto ids = spread_ids(rng, dups + others);
       ASSERT_OK(mt::store_add(s.get(), ids, all));
       model.add(ids, all);
-      Matrix q(kF32, 20, dim);
-      for (size_t i = 0; i < 20; ++i) q.copy_row(i, base, 0);
       for (const size_t k : {size_t{10}, size_t{300}}) {
         for (const size_t nq : {size_t{1}, size_t{20}}) {  // scan and GEMM paths
           Matrix qq(kF32, nq, dim);
