@@ -151,10 +151,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + min(chunk_slots, chunk_rows));
   const uint32_t tiles = (hi - lo + kRows - 1) / kRows;
   const float ninf = -__int_as_float(0x7f800000), nan = __int_as_float(0x7fc00000);
-  // Long lists: candidates go to device memory (emit), and the dense pass
+  // Long lists: candidates go to device memory (EMIT), and the dense pass
   // (every key) runs only for query tiles where a query's candidates
   // overflowed.
-  constexpr bool emit = EMIT;
   if (EMIT && out.dense != nullptr) {
     bool need = false;
     for (uint32_t i = threadIdx.x; i < kQueries; i += kThreads)
@@ -351,61 +350,64 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    if (emit && consumers_any(any)) {
-      // Each warp appends the queues of the queries it owns to their
-      // candidates in device memory: one atomic per query reserves the room
-      // (lane u for owned query u), then the warp copies each queue.
-      const uint32_t ql_l = own0 + lane;
-      const int c = lane < static_cast<int>(kOwned) ? fill[ql_l] : 0;
-      const uint32_t base = c > 0 ? atomicAdd(out.count + q0 + ql_l, static_cast<uint32_t>(c)) : 0u;
-      for (uint32_t u = 0; u < kOwned; ++u) {
-        const int cu = __shfl_sync(kFullMask, c, u);
-        const uint32_t bu = __shfl_sync(kFullMask, base, u);
-        const uint32_t ql = own0 + u;
-        const uint64_t o = static_cast<uint64_t>(q0 + ql) * out.cap;
-        for (int j = lane; j < cu; j += 32)
-          if (bu + j < out.cap) {
-            out.keys[o + bu + j] = qkey[ql * kRows + j];
-            out.slots[o + bu + j] = first + qrow[ql * kRows + j];
-          }
-      }
-      __syncwarp();
-      if (c > 0) fill[ql_l] = 0;
-      consumers_sync();
-    } else if (!emit && consumers_any(any)) {
-      // Each warp merges the queues of the queries it owns into their lists
-      // (held one entry per lane meanwhile) and raises their block
-      // thresholds.
-      for (uint32_t u = 0; u < kOwned; ++u) {
-        const uint32_t ql = own0 + u;
-        const int c = fill[ql];
-        if (c == 0) continue;
-        Cand* l = lists + ql * kc;
-        RegList rl = load_reg_list(l, counts[ql], static_cast<int>(kc), lane);
-        for (int b0 = 0; b0 < c; b0 += 32) {
-          const int j = b0 + lane;
-          const bool has = j < c;
-          const float k = has ? qkey[ql * kRows + j] : 0.0f;
-          const uint32_t slot = first + (has ? qrow[ql * kRows + j] : 0u);
-          rl.offer(has, k, slot, s.ids, lane);
+    if (consumers_any(any)) {
+      if constexpr (EMIT) {
+        // Each warp appends the queues of the queries it owns to their
+        // candidates in device memory: one atomic per query reserves the
+        // room (lane u for owned query u), then the warp copies each queue.
+        const uint32_t ql_l = own0 + lane;
+        const int c = lane < static_cast<int>(kOwned) ? fill[ql_l] : 0;
+        const uint32_t base = c > 0 ? atomicAdd(out.count + q0 + ql_l, static_cast<uint32_t>(c)) : 0u;
+        for (uint32_t u = 0; u < kOwned; ++u) {
+          const int cu = __shfl_sync(kFullMask, c, u);
+          const uint32_t bu = __shfl_sync(kFullMask, base, u);
+          const uint32_t ql = own0 + u;
+          const uint64_t o = static_cast<uint64_t>(q0 + ql) * out.cap;
+          for (int j = lane; j < cu; j += 32)
+            if (bu + j < out.cap) {
+              out.keys[o + bu + j] = qkey[ql * kRows + j];
+              out.slots[o + bu + j] = first + qrow[ql * kRows + j];
+            }
         }
-        // Its warp barrier also orders every lane's read of the queue's count
-        // before lane 0 clears it.
-        rl.store(l, rl.n, lane);
-        if (lane == 0) {
-          counts[ql] = rl.n;
-          fill[ql] = 0;
-          if (rl.n == static_cast<int>(kc)) {
-            atomicMax(gth + q0 + ql, ordered_bits(rl.worst_key));
-            sth[ql] = fmaxf(sth[ql], rl.worst_key);
+        __syncwarp();
+        if (c > 0) fill[ql_l] = 0;
+      } else {
+        // Each warp merges the queues of the queries it owns into their
+        // lists (held one entry per lane meanwhile) and raises their block
+        // thresholds.
+        for (uint32_t u = 0; u < kOwned; ++u) {
+          const uint32_t ql = own0 + u;
+          const int c = fill[ql];
+          if (c == 0) continue;
+          Cand* l = lists + ql * kc;
+          RegList rl = load_reg_list(l, counts[ql], static_cast<int>(kc), lane);
+          for (int b0 = 0; b0 < c; b0 += 32) {
+            const int j = b0 + lane;
+            const bool has = j < c;
+            const float k = has ? qkey[ql * kRows + j] : 0.0f;
+            const uint32_t slot = first + (has ? qrow[ql * kRows + j] : 0u);
+            rl.offer(has, k, slot, s.ids, lane);
+          }
+          // Its warp barrier also orders every lane's read of the queue's
+          // count before lane 0 clears it.
+          rl.store(l, rl.n, lane);
+          if (lane == 0) {
+            counts[ql] = rl.n;
+            fill[ql] = 0;
+            if (rl.n == static_cast<int>(kc)) {
+              atomicMax(gth + q0 + ql, ordered_bits(rl.worst_key));
+              sth[ql] = fmaxf(sth[ql], rl.worst_key);
+            }
           }
         }
       }
       consumers_sync();
+      if constexpr (!EMIT) {
 #pragma unroll
-      for (int j = 0; j < kNT; ++j)
+        for (int j = 0; j < kNT; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], sth[cq0 + j * 8 + 2 * t4 + e]);
+          for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], sth[cq0 + j * 8 + 2 * t4 + e]);
+      }
     }
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
@@ -413,7 +415,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
   }
 
-  if (sample || emit) return;
+  if (sample || EMIT) return;
   // The owned lists (best first, empty entries after) as this chunk's.
   for (uint32_t u = 0; u < kOwned; ++u) {
     const uint32_t ql = own0 + u, q = q0 + ql;

@@ -169,6 +169,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   // them (its dense fallback needs a key row per query in the workspace).
   const bool emit = use_gemm && kc > static_cast<uint32_t>(kFusedMaxList) && slots * 12ull <= budget / 2 &&
                     fused_wide_emit_usable(slots, static_cast<uint32_t>(nq), kc, s.dtype, ld, q_store, fast);
+  // The fused kernels' 16-bit query copy.
+  if ((emit || fused != Fused::none) && s.dtype != DType::f32)
+    launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
@@ -219,8 +222,6 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     }
   } else if (emit) {
     const auto sms = static_cast<unsigned>(sm_count);
-    if (s.dtype != DType::f32) launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
-    const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
     uint64_t qc = nq;
     uint32_t cap = 0;
     Arena ar;
@@ -252,7 +253,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     launch_slot_terms(s, terms, st);
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
-      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * qbytes;
+      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * dtype_size(s.dtype);
       launch_fused_wide_emit(s, qm, qn + q0, terms, n, kc, fused_wide_chunks(slots, n, sms), at<unsigned>(w, o_thr),
                              at<float>(w, o_samp), out, fast, st);
       launch_compact_select(out.dense, n, slots, kc, s.ids, out.keys, out.slots, out.count, cap, lists + q0 * kc,
@@ -270,8 +271,6 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
         default: return fused_gemm_chunks(slots, n, sms);
       }
     };
-    if (s.dtype != DType::f32) launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
-    const size_t qbytes = s.dtype == DType::f32 ? 4 : 2;
     auto cand_bytes = [&](uint64_t n) -> uint64_t {
       if (n == 0) return 0;
       return n * chunks_for(static_cast<uint32_t>(n)) * kc * sizeof(Cand);
@@ -297,7 +296,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const unsigned chunks = chunks_for(n);
-      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * qbytes;
+      const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * dtype_size(s.dtype);
       unsigned used;
       switch (fused) {
         case Fused::short_rows:
