@@ -10,6 +10,18 @@
 
 namespace mnemo::cuda {
 
+namespace {
+
+// What bf16 rounding left of each query entry, itself in bf16: hi + lo
+// carries 16 significant bits, where hi alone (8 bits) is off by up to
+// 2^-8 of each product, past FAST's 2e-3 bound.
+__global__ void bf16_remainder_kernel(const float* src, const __nv_bfloat16* hi, __nv_bfloat16* lo, uint64_t n) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) lo[i] = __float2bfloat16(src[i] - __bfloat162float(hi[i]));
+}
+
+}  // namespace
+
 void CudaBackend::similarity(const SimilarityArgs& a) {
   const uint64_t n = a.targets.rows, dim = a.targets.cols, nq = a.nq, ld = (dim + 7) / 8 * 8;
   if (n >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend scores at most 2^32 - 2 targets per call");
@@ -55,7 +67,8 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
   };
   const size_t o_t = add(copy_rows ? n * ld * esz : 0), o_n = add(n * 4), o_q = add(copy_rows ? nq * ld * 4 : 0),
                o_qn = add(nq * 4), o_k = add(dev ? 0 : qc * n * 4),
-               o_qc = add(gemm && dt != DType::f32 ? nq * ld * 2 : 0);
+               o_qc = add(gemm && dt != DType::f32 ? nq * ld * 2 : 0),
+               o_lo = add(gemm && dt == DType::bf16 ? nq * ld * 2 : 0);
   auto* base = static_cast<unsigned char*>(ctx->scratch(total));
   const void* targets = copy_rows ? static_cast<const void*>(base + o_t) : a.targets.data;
   float* norms = reinterpret_cast<float*>(base + o_n);
@@ -78,6 +91,12 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
   StoreRef s{targets, dt, ld,  static_cast<uint32_t>(dim), static_cast<uint32_t>(n), nullptr, norms, nullptr, nullptr,
              false,   km, true};
   if (gemm && dt != DType::f32) launch_f32_to(dt, queries, qconv, nq * ld, st);
+  auto* qlo = reinterpret_cast<__nv_bfloat16*>(base + o_lo);
+  if (gemm && dt == DType::bf16) {
+    bf16_remainder_kernel<<<ceil_div(nq * ld, 256), 256, 0, st>>>(queries, static_cast<const __nv_bfloat16*>(qconv),
+                                                                  qlo, nq * ld);
+    MNEMO_CUDA_LAUNCHED("bf16_remainder_kernel");
+  }
 
   for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
     const uint32_t m = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
@@ -89,10 +108,16 @@ void CudaBackend::similarity(const SimilarityArgs& a) {
                            : static_cast<const void*>(static_cast<unsigned char*>(qconv) + q0 * ld * 2);
       const cudaDataType_t t = f32 ? CUDA_R_32F : (dt == DType::f16 ? CUDA_R_16F : CUDA_R_16BF);
       MNEMO_BLAS_CHECK(cublasSetStream(ctx->blas, st));
-      const cublasStatus_t rc = cublasGemmEx(
-          ctx->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(dim), &alpha,
-          targets, t, static_cast<int>(ld), qm, t, static_cast<int>(ld), &beta, out, CUDA_R_32F, static_cast<int>(n),
-          f32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      auto product = [&](const void* qpart, const float* b) {
+        return cublasGemmEx(ctx->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                            static_cast<int>(dim), &alpha, targets, t, static_cast<int>(ld), qpart, t,
+                            static_cast<int>(ld), b, out, CUDA_R_32F, static_cast<int>(n),
+                            f32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      };
+      // bf16: the rounded queries, then what their rounding left (added).
+      const float one = 1.0f;
+      cublasStatus_t rc = product(qm, &beta);
+      if (rc == CUBLAS_STATUS_SUCCESS && dt == DType::bf16) rc = product(qlo + q0 * ld, &one);
       cublasSetStream(ctx->blas, ctx->stream);
       MNEMO_BLAS_CHECK(rc);
       launch_finish_keys(s, qnorms + q0, m, 0, static_cast<uint32_t>(n), out, st);

@@ -384,6 +384,42 @@ TEST(GpuSimilarity, MatchesReference) {
         }
 }
 
+// FAST similarity over bf16 targets stays within 2e-3 where rounding the
+// queries to bf16 alone would not: entries a third of a bf16 step off a bf16
+// value (about 1.3e-3 of each product, the same sign throughout), few
+// dimensions.
+TEST(GpuSimilarity, FastBf16QueriesKeepTheBound) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  auto rt = cuda_runtime(kFast);
+  for (const size_t dim : {size_t{1}, size_t{3}, size_t{64}})
+    for (const int32_t me : {kCos, kDot}) {
+      const size_t nq = 20, n = 50;
+      const Matrix t = mt::random_matrix(rng, kBF16, n, dim, false);
+      Matrix q(kF32, nq, dim);
+      for (size_t i = 0; i < nq; ++i)
+        for (size_t d = 0; d < dim; ++d) {
+          const float step = 0x1p-7f;  // a bf16 ulp in [1, 2)
+          q.set(i, d, (1.0f + step * static_cast<float>(mt::rand_below(rng, 100)) + step / 3) * (d % 2 ? -1.0f : 1.0f));
+        }
+      mt::Buf<float> out(nq * n);
+      mt::poison_f32(out.data(), nq * n);
+      ASSERT_OK(
+          mnemo_similarity(rt.get(), me, static_cast<const float*>(q.data()), nq, t.data(), kBF16, n, dim, out.data()));
+      for (size_t i = 0; i < nq; ++i)
+        for (size_t j = 0; j < n; ++j) {
+          const double want = ref::score(me, q.row(i), t.row(j), dim);
+          double tol = 2e-3;
+          if (me == kDot) {
+            double nqv = 0, ntv = 0;
+            for (size_t d = 0; d < dim; ++d) nqv += q.row(i)[d] * q.row(i)[d], ntv += t.row(j)[d] * t.row(j)[d];
+            tol *= std::sqrt(nqv * ntv);
+          }
+          ASSERT_NEAR(out[i * n + j], want, tol) << mt::case_name(kBF16, me, dim) << " q" << i << " t" << j;
+        }
+    }
+}
+
 }  // namespace
 namespace {
 
