@@ -5,7 +5,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,12 +27,27 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median milliseconds of fn() over `reps` runs after `warm` warm-up runs.
+// Median milliseconds of fn() over `reps` runs after a warm-up (below).
 // All runs are queued back to back, each between its own pair of events,
 // and the host waits once at the end: the GPU never idles between runs (an
 // idle H200 drops its clocks, which would inflate short kernels).
 inline double time_ms(cudaStream_t st, const std::function<void(int)>& fn, int reps = 20, int warm = 3) {
-  for (int i = 0; i < warm; ++i) fn(i);
+  // MNEMO_BENCH_REPS=n times n runs instead (sustained load, for measuring).
+  if (const char* r = std::getenv("MNEMO_BENCH_REPS")) reps = std::max(reps, std::atoi(r));
+  // Warm-up: `warm` runs and at least kWarmSeconds of this workload. A row
+  // that follows heavy matrix work otherwise runs in a transient: on the
+  // H200 (power at its 700 W cap) a 16-bit scan took 0.431 ms over its
+  // first 20 runs after the floors' GEMMs, 0.384 ms once it had run for
+  // about 80 ms.
+  constexpr double kWarmSeconds = 0.25;
+  int w = 0;
+  for (; w < warm; ++w) fn(w);
+  check(cudaStreamSynchronize(st), "warm-up");
+  for (const auto t0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < kWarmSeconds;) {
+    for (int j = 0; j < 8; ++j) fn(w++);
+    check(cudaStreamSynchronize(st), "warm-up");
+  }
   std::vector<cudaEvent_t> ev(2 * reps);
   for (auto& e : ev) check(cudaEventCreate(&e), "event");
   for (int i = 0; i < reps; ++i) {
@@ -46,6 +63,11 @@ inline double time_ms(cudaStream_t st, const std::function<void(int)>& fn, int r
     t.push_back(ms);
   }
   for (auto& e : ev) cudaEventDestroy(e);
+  if (std::getenv("MNEMO_BENCH_TIMES")) {
+    std::printf("  runs (ms):");
+    for (size_t i = 0; i < t.size(); i += std::max<size_t>(1, t.size() / 16)) std::printf(" %.4f", t[i]);
+    std::printf("\n");
+  }
   return median(t);
 }
 

@@ -306,6 +306,8 @@ int main(int argc, char** argv) {
     if (std::getenv("MNEMO_BENCH_ONLY")) {
       // Shapes outside the table, for measuring a path on its own (run only
       // when a filter names them).
+      bench_search(ctx, f, "extra 1q x 1M x 768 f16 dot k=10", DType::f16, 1000000, 768, 1, 10, false, KeyMetric::dot,
+                   sms);
       bench_search(ctx, f, "extra 100q x 1M x 768 f16 k=10", DType::f16, 1000000, 768, 100, 10, true, KeyMetric::cosine,
                    sms);
       bench_search(ctx, f, "extra 300q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 300, 10, true, KeyMetric::cosine,
