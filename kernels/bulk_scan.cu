@@ -31,7 +31,8 @@ struct BulkLayout {
   size_t ring, bars, lists, bytes;
   BulkLayout(uint64_t row_bytes, uint32_t k) {
     unit_bytes = static_cast<uint32_t>(kUnitRows * row_bytes);
-    stages = std::max<uint32_t>(2, std::min<uint32_t>(8, kRingBytes / std::max<uint32_t>(unit_bytes, 1)));
+    stages = std::max<uint32_t>(
+        2, std::min<uint32_t>(8, kRingBytes / std::max<uint32_t>(unit_bytes, 1)));  // < 16 units a chunk
     ring = 0;
     bars = ring + static_cast<size_t>(kScanWarps) * stages * unit_bytes;
     lists = bars + static_cast<size_t>(kScanWarps) * stages * 8;
@@ -85,17 +86,27 @@ __global__ void __launch_bounds__(kScanThreads, 2)
   int* counts = reinterpret_cast<int*>(lists + kScanWarps * k);
   bars += warp * stages;
 
-  // Units of kUnitRows rows: each block a contiguous range (the copies in
-  // flight on an SM then cover one window of the store), dealt to its warps
-  // in turn.
+  // Units of kUnitRows rows, taken by each warp in chunks of kChunkUnits
+  // consecutive units from a counter (tail.next_unit): static ranges left
+  // the average SM idle for the last 10% of the scan (DRAM serves blocks
+  // unevenly), and a chunk's rows are one per lane, so its slot metadata is
+  // one coalesced load, made when the chunk is taken, a few units before
+  // its rows are scored.
+  constexpr uint32_t kChunkUnits = 32 / kUnitRows;
   const uint32_t n_units = (s.slots + kUnitRows - 1) / kUnitRows;
-  const uint32_t per_block = (n_units + gridDim.x - 1) / gridDim.x;
-  const uint32_t b_first = min(n_units, blockIdx.x * per_block);
-  const uint32_t b_end = min(n_units, b_first + per_block);
-  const uint32_t step = kScanWarps;
-  const uint32_t u0 = b_first + warp;
-  const uint32_t mine = u0 < b_end ? (b_end - 1 - u0) / step + 1 : 0;
   const auto* base = static_cast<const unsigned char*>(s.vectors);
+  auto take = [&] {
+    uint32_t c = 0;
+    if (lane == 0) c = atomicAdd(tail.next_unit, kChunkUnits);
+    return __shfl_sync(kFullMask, c, 0);
+  };
+  auto chunk_meta = [&](uint32_t c) {
+    const uint32_t row = c * kUnitRows + lane;
+    const bool have = c < n_units && row < s.slots;
+    SlotMeta m = slot_meta<false>(s, have ? row : 0);
+    m.live = m.live && have;
+    return m;
+  };
   if (lane == 0) {
 #pragma unroll 1
     for (uint32_t i = 0; i < stages; ++i) ptx::mbarrier_init(bars + i, 1);
@@ -103,17 +114,21 @@ __global__ void __launch_bounds__(kScanThreads, 2)
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   __syncwarp();
-  // Lane 0 asks for unit j of this warp into stage st.
-  auto issue = [&](uint32_t j, uint32_t st) {
-    const uint32_t first = (u0 + j * step) * kUnitRows;
+  // Lane 0 asks for unit u into stage st.
+  auto issue = [&](uint32_t u, uint32_t st) {
+    const uint32_t first = u * kUnitRows;
     const uint32_t bytes = min(kUnitRows, s.slots - first) * row_bytes;
     ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, bars + st, bytes);
     ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, ring + static_cast<size_t>(st) * unit_bytes,
                        base + static_cast<size_t>(first) * row_bytes, bytes, bars + st);
   };
+  // The warp's units in order: those of chunk `cur`, then of chunk `nxt`
+  // (taken when the copies ahead reach it; stages < kChunkUnits).
+  uint32_t cur = take(), nxt = 0;
+  SlotMeta meta = chunk_meta(cur), meta_next = meta;
   if (lane == 0) {
 #pragma unroll 1
-    for (uint32_t j = 0; j < stages && j < mine; ++j) issue(j, j);
+    for (uint32_t j = 0; j < stages && cur + j < n_units; ++j) issue(cur + j, j);
   }
 
   // The query in registers, in the order the lane reads the row (16-byte
@@ -133,14 +148,22 @@ __global__ void __launch_bounds__(kScanThreads, 2)
   List wl[1] = {make_list<List>(lists + warp * k, k)};
 
   uint32_t st = 0, phase = 0;
-  for (uint32_t j = 0; j < mine; ++j) {
-    const uint32_t first = (u0 + j * step) * kUnitRows;
+  for (uint32_t j = 0;; ++j) {
+    const uint32_t jc = j % kChunkUnits;
+    if (jc == 0 && j > 0) cur = nxt, meta = meta_next;
+    // Units only grow along the stream: past the end, the warp is done
+    // (and no copy is in flight).
+    if (cur + jc >= n_units) break;
+    const uint32_t first = (cur + jc) * kUnitRows;
     const uint32_t rows = min(kUnitRows, s.slots - first);
     SlotMeta m[kUnitRows];
 #pragma unroll
     for (uint32_t r = 0; r < kUnitRows; ++r) {
-      m[r] = slot_meta<false>(s, r < rows ? first + r : first);
-      m[r].live = m[r].live && r < rows;
+      const int src = static_cast<int>(jc * kUnitRows + r);
+      m[r].live = __shfl_sync(kFullMask, meta.live, src);
+      m[r].norm = __shfl_sync(kFullMask, meta.norm, src);
+      m[r].norm2 = m[r].norm * m[r].norm;
+      m[r].bias = __shfl_sync(kFullMask, meta.bias, src);
     }
     while (!ptx::mbarrier_try_wait_parity(bars + st, phase)) {
     }
@@ -151,7 +174,13 @@ __global__ void __launch_bounds__(kScanThreads, 2)
       acc[r] = r < rows ? shared_row_sum<T, L2, NVEC>(unit + r * row_bytes, qr, lane) : 0.0f;
     // Every lane has read the stage: refill it with the unit `stages` on.
     __syncwarp();
-    if (lane == 0 && j + stages < mine) issue(j + stages, st);
+    const uint32_t ja = j + stages;
+    if (ja % kChunkUnits == 0) {
+      nxt = take();
+      meta_next = chunk_meta(nxt);
+    }
+    const uint32_t ua = (ja / kChunkUnits == j / kChunkUnits ? cur : nxt) + ja % kChunkUnits;
+    if (lane == 0 && ua < n_units) issue(ua, st);
     if (++st == stages) st = 0, phase ^= 1;
 #pragma unroll
     for (uint32_t r = 0; r < kUnitRows; ++r) {

@@ -179,10 +179,16 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     const unsigned blocks =
         bulk ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count)) : scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
+    // Words of the zeroed counters: the ticket, 4 bounds, the bulk scan's
+    // work counter.
+    unsigned* const counters = ctx.counters.get<unsigned>();
     if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
       for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
         const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
-        const unsigned used = bulk ? launch_bulk_scan(s, q, qn, kc, cand, blocks, ScanTail{}, st)
+        ScanTail bulk_tail;  // no ticket: the work counter is zeroed here
+        bulk_tail.next_unit = counters + 8;
+        if (bulk) MNEMO_CUDA_CHECK(cudaMemsetAsync(bulk_tail.next_unit, 0, sizeof(unsigned), st));
+        const unsigned used = bulk ? launch_bulk_scan(s, q, qn, kc, cand, blocks, bulk_tail, st)
                                    : launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
         launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
       }
@@ -192,8 +198,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
       const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
       ScanTail tail;
-      tail.ticket = ctx.counters.get<unsigned>();
-      tail.bound = tail.ticket + 1;
+      tail.ticket = counters;
+      tail.bound = counters + 1;
+      tail.next_unit = counters + 8;
       tail.out_ids = d_ids + q0 * k_out;
       tail.out_scores = d_scores + q0 * k_out;
       tail.k_out = k_out;

@@ -138,6 +138,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   if (threadIdx.x == 0) {
     *tail.ticket = 0;
     for (int q = 0; q < QB; ++q) tail.bound[q] = 0;
+    if (tail.next_unit) *tail.next_unit = 0;
   }
 }
 

@@ -61,6 +61,9 @@ struct ScanTail {
   bool negate = false;
   Cand* lists = nullptr;
   bool prefetch = false;  // L2 prefetch of each warp's next rows
+  // The bulk-copy scan's work counter: a zeroed device word, which the
+  // last block (with a ticket) leaves zero again.
+  unsigned* next_unit = nullptr;
 };
 
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
