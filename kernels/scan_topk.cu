@@ -4,7 +4,6 @@
 // merges every block's (scan_tail.cuh).
 #include <algorithm>
 #include <cstdlib>
-#include <type_traits>
 
 #include "row_dot.cuh"
 #include "scan_tail.cuh"
@@ -99,33 +98,6 @@ __global__ void __launch_bounds__(kThreads)
   finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane);
 }
 
-template <class T, bool L2, int QB, bool ACT>
-__global__ void __launch_bounds__(kThreads)
-    score_rows_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
-                      float* __restrict__ keys) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  float* qs = reinterpret_cast<float*>(smem);
-  for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kThreads) qs[i] = i / s.ld < nq ? queries[i] : 0.0f;
-  __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const size_t row_bytes = s.ld * sizeof(T);
-  const auto* base = static_cast<const unsigned char*>(s.vectors);
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += gridDim.x * kWarps) {
-    const SlotMeta m = slot_meta<ACT>(s, row);
-    const unsigned char* rows[1] = {base + row * row_bytes};
-    float acc[1][QB];
-    row_sums<T, L2, 0, QB, 1>(rows, qs, s.ld, lane, acc);
-    if (lane < QB && lane < static_cast<int>(nq)) {
-      float v = acc[0][0];
-#pragma unroll
-      for (int q = 1; q < QB; ++q)
-        if (lane == q) v = acc[0][q];
-      keys[static_cast<uint64_t>(lane) * s.slots + row] =
-          m.live ? key_of<ACT>(s, v, qnorms[lane], m) : __int_as_float(0x7fc00000);
-    }
-  }
-}
-
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
 template <class T, bool L2, int QB, bool ACT>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
@@ -217,46 +189,6 @@ unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* 
   }
   MNEMO_CUDA_LAUNCHED("scan_topk_kernel");
   return blocks;
-}
-
-void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
-                       unsigned sm_count, cudaStream_t st) {
-  const unsigned blocks = scan_blocks(s, sm_count);
-  const bool l2 = s.metric == KeyMetric::l2;
-  for (uint32_t q0 = 0; q0 < nq; q0 += 4) {
-    const uint32_t n = std::min<uint32_t>(4, nq - q0);
-    const size_t smem = 4 * s.ld * 4;
-    const float* q = queries + q0 * s.ld;
-    float* out = keys + static_cast<uint64_t>(q0) * s.slots;
-    auto go = [&](auto kernel) {
-      if (smem > 48 * 1024)
-        check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-              "score smem");
-      kernel<<<blocks, kThreads, smem, st>>>(s, q, qnorms + q0, n, out);
-    };
-    // One query alone does not pay for four queries' arithmetic; plain
-    // searches keep the instances without activation.
-    auto by_qb = [&](auto one, auto four, auto one_act, auto four_act) {
-      if (s.act)
-        n == 1 ? go(one_act) : go(four_act);
-      else
-        n == 1 ? go(one) : go(four);
-    };
-    auto by_type = [&](auto t, auto l2c) {
-      using T = decltype(t);
-      constexpr bool L2 = decltype(l2c)::value;
-      by_qb(score_rows_kernel<T, L2, 1, false>, score_rows_kernel<T, L2, 4, false>, score_rows_kernel<T, L2, 1, true>,
-            score_rows_kernel<T, L2, 4, true>);
-    };
-    using L2t = std::true_type;
-    using L2f = std::false_type;
-    switch (s.dtype) {
-      case DType::f16: l2 ? by_type(__half{}, L2t{}) : by_type(__half{}, L2f{}); break;
-      case DType::bf16: l2 ? by_type(__nv_bfloat16{}, L2t{}) : by_type(__nv_bfloat16{}, L2f{}); break;
-      default: l2 ? by_type(float{}, L2t{}) : by_type(float{}, L2f{}); break;
-    }
-    MNEMO_CUDA_LAUNCHED("score_rows_kernel");
-  }
 }
 
 }  // namespace mnemo::cuda
