@@ -4,6 +4,7 @@
 // exactly k entries, and CUB's merge sort orders every query's k entries
 // (key descending, id ascending) in one device-wide sort.
 #include <algorithm>
+#include <cub/block/block_merge_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_merge_sort.cuh>
@@ -71,16 +72,39 @@ __device__ void radix_pass(uint32_t n, Get get, Match match, int shift, bool des
   __syncthreads();
 }
 
+// Lists of up to kThreads entries are ordered by the selecting block itself
+// (one entry a thread), where a device-wide merge sort took 13 us and two
+// more launches for one list of 1000.
+struct SortItem {
+  float key;
+  uint32_t slot;
+  uint64_t id;
+};
+// Key descending, id ascending; padding (key -inf, id and slot all ones)
+// last.
+struct SortOrder {
+  __device__ bool operator()(const SortItem& a, const SortItem& b) const {
+    if (a.key != b.key) return a.key > b.key;
+    if (a.id != b.id) return a.id < b.id;
+    return a.slot < b.slot;
+  }
+};
+
 // Exact selection of one query's k best over its whole key row, or over the
 // compact candidates the prefilter kept for it (c.count[q] <= c.cap): then
-// entry i is slot c.slots[q * cap + i].
+// entry i is slot c.slots[q * cap + i]. With `sorted` (k <= kThreads) the
+// k entries go there ordered, as Cand [nq][k] (padding: NaN key, slot all
+// ones); else unordered to `out`.
 __global__ void __launch_bounds__(kThreads)
     radix_select_kernel(const float* __restrict__ keys, uint32_t n_row, uint32_t k,
-                        const uint64_t* __restrict__ all_ids, Compact c, QCand* out) {
+                        const uint64_t* __restrict__ all_ids, Compact c, QCand* out, Cand* sorted) {
   __shared__ uint32_t hist[256];
   __shared__ uint32_t s_count;
   using Reduce = cub::BlockReduce<uint32_t, kThreads>;
   __shared__ typename Reduce::TempStorage red;
+  using Sort = cub::BlockMergeSort<SortItem, kThreads, 1>;
+  __shared__ SortItem staged[kThreads];
+  __shared__ typename Sort::TempStorage sort_tmp;
   const uint32_t q = blockIdx.x;
   const bool compact = c.count != nullptr && c.count[q] <= c.cap;
   const uint32_t n = compact ? c.count[q] : n_row;
@@ -144,10 +168,29 @@ __global__ void __launch_bounds__(kThreads)
       sel = b > T || (b == T && ids[i] <= id_limit);
     if (sel) {
       const uint32_t pos = atomicAdd(&s_count, 1u);
-      if (pos < k) o[pos] = QCand{q, f, slot_of ? slot_of[i] : i};
+      const uint32_t slot = slot_of ? slot_of[i] : i;
+      if (pos < k) {
+        if (sorted)
+          staged[pos] = SortItem{f, slot, ids[i]};
+        else
+          o[pos] = QCand{q, f, slot};
+      }
     }
   }
   __syncthreads();
+  if (sorted) {
+    const uint32_t t = threadIdx.x;
+    // Padding sorts last. (Assigned, not a conditional over a temporary:
+    // that form crashes this toolkit's cicc.)
+    SortItem item[1];
+    item[0] = SortItem{__int_as_float(0xff800000), ~0u, ~0ull};
+    if (t < min(s_count, k)) item[0] = staged[t];
+    Sort(sort_tmp).Sort(item, SortOrder{});
+    if (t < k)
+      sorted[static_cast<uint64_t>(q) * k + t] =
+          item[0].slot == ~0u ? Cand{__int_as_float(0x7fc00000), ~0u} : Cand{item[0].key, item[0].slot};
+    return;
+  }
   // Pad when fewer than k entries exist.
   for (uint32_t j = s_count + threadIdx.x; j < k; j += kThreads)
     o[j] = QCand{q, __int_as_float(0xff800000), 0xffffffffu};
@@ -359,7 +402,12 @@ void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k,
     MNEMO_CUDA_LAUNCHED("compact_kernel");
     c = Compact{ckeys, cslots, count, cap};
   }
-  radix_select_kernel<<<nq, kThreads, 0, st>>>(keys, n, k, ids, c, qc);
+  if (k <= static_cast<uint32_t>(kThreads)) {
+    radix_select_kernel<<<nq, kThreads, 0, st>>>(keys, n, k, ids, c, qc, out);
+    MNEMO_CUDA_LAUNCHED("radix_select_kernel");
+    return;
+  }
+  radix_select_kernel<<<nq, kThreads, 0, st>>>(keys, n, k, ids, c, qc, nullptr);
   MNEMO_CUDA_LAUNCHED("radix_select_kernel");
   size_t sort_bytes = temp_bytes - head;
   check(cub::DeviceMergeSort::SortKeys(static_cast<unsigned char*>(temp) + head, sort_bytes, qc,
@@ -377,7 +425,12 @@ void launch_compact_select(const float* dense, uint32_t nq, uint32_t n, uint32_t
                            const float* keys, const uint32_t* slots, const uint32_t* count, uint32_t cap, Cand* out,
                            void* temp, cudaStream_t st) {
   auto* qc = static_cast<QCand*>(temp);
-  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc);
+  if (k <= static_cast<uint32_t>(kThreads)) {
+    radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc, out);
+    MNEMO_CUDA_LAUNCHED("radix_select_kernel");
+    return;
+  }
+  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc, nullptr);
   MNEMO_CUDA_LAUNCHED("radix_select_kernel");
   const uint64_t total = static_cast<uint64_t>(nq) * k;
   unpack_kernel<<<ceil_div(total, 256), 256, 0, st>>>(qc, total, out);
