@@ -234,6 +234,16 @@ std::vector<Case> cases() {
   v.push_back({100003, 136, 17, 40, kF32, kCos, kFast, 0});
   // One large store on the specialised 768 scan.
   v.push_back({100003, 768, 2, 10, kF16, kCos, kExact, 0});
+  // The bulk-copy scan's warps taking chunks of 32 rows from a counter
+  // over many blocks: N odd (a partial last unit) and not a multiple of
+  // the chunk.
+  v.push_back({70001, 768, 1, 20, kBF16, kCos, kExact, 0});
+  // Exact keys of every row for k > 256 at the widths whose trip counts
+  // are compiled in: one query (f16, 768), three queries in a pass of four
+  // (f32, 1536), k = N past what the filter keeps (bf16, 512).
+  v.push_back({5003, 768, 1, 300, kF16, kCos, kExact, 0});
+  v.push_back({4099, 1536, 3, 400, kF32, kL2, kExact, 0});
+  v.push_back({300, 512, 1, 300, kBF16, kDot, kExact, 0});
   return v;
 }
 
