@@ -72,9 +72,11 @@ struct ExecContext {
   PinnedBuffer checks_host;
   cudaEvent_t last_use = nullptr;  // the last work that used these buffers
   // Zeroed words for kernels whose last block to finish does the final step
-  // (a ticket and per-query bounds); such a kernel leaves them zero again.
+  // (a ticket, a work counter, the groups of per-query bounds from word
+  // kCounterGroups on); such a kernel leaves them zero again.
   DeviceBuffer counters;
-  static constexpr size_t kCounterWords = 64;
+  static constexpr size_t kCounterGroups = 16;
+  static constexpr size_t kCounterWords = kCounterGroups + 4 * 256;  // 4 queries, k <= kSmallKMax
   // Host-call searches captured as CUDA graphs, over the buffers above.
   SearchGraphs graphs;
 };

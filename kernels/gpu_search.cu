@@ -179,9 +179,10 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     const unsigned blocks =
         bulk ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count)) : scan_blocks(s, static_cast<unsigned>(sm_count));
     Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
-    // Words of the zeroed counters: the ticket, 4 bounds, the bulk scan's
-    // work counter.
+    // Words of the zeroed counters: the ticket, the bulk scan's work
+    // counter, the bound's groups.
     unsigned* const counters = ctx.counters.get<unsigned>();
+    static_assert(ExecContext::kCounterWords >= ExecContext::kCounterGroups + 4 * kSmallKMax, "bound groups");
     if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
       for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
         const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
@@ -199,7 +200,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
       ScanTail tail;
       tail.ticket = counters;
-      tail.bound = counters + 1;
+      tail.groups = counters + ExecContext::kCounterGroups;
       tail.next_unit = counters + 8;
       tail.out_ids = d_ids + q0 * k_out;
       tail.out_scores = d_scores + q0 * k_out;

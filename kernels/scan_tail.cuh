@@ -5,8 +5,8 @@
 
 #include <cuda/atomic>
 
+#include "list_merge.cuh"
 #include "search_kernels.h"
-#include "warp_list.cuh"
 
 namespace mnemo::cuda {
 
@@ -41,7 +41,7 @@ __device__ __forceinline__ void fold_tree(List& mine, Cand* base, int* counts, i
   for (int step = 1; step < kScanWarps; step *= 2) {
     if (warp % (2 * step) == 0) {
       const int o = warp + step;
-      offer_all(mine, base + static_cast<uint64_t>(o) * stride * k, counts[o * stride], ids, lane);
+      absorb(mine, base + static_cast<uint64_t>(o) * stride * k, counts[o * stride], ids, lane);
       mine.store(own, k, lane);
       if (lane == 0) counts[warp * stride] = mine.n;
     }
@@ -67,9 +67,13 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
       const Cand* mine = lists + q * k;
       Cand* out = cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
       for (uint32_t j = lane; j < k; j += 32) out[j] = mine[j];
-      // A full list's last key bounds the query's final k-th key from below.
-      if (tail.ticket && lane == 0 && wl[q].n == static_cast<int>(k))
-        atomicMax(tail.bound + q, ordered_bits(mine[k - 1].key));
+      // Entry j of this block's list raises group (block + j) % k. Each
+      // group's maximum is then a key of a distinct row, so the smallest of
+      // the k maxima bounds the query's k-th best key from below (at least
+      // as tightly as any block's k-th key: its k entries reach all k groups).
+      if (tail.ticket)
+        for (uint32_t j = lane; j < static_cast<uint32_t>(wl[q].n); j += 32)
+          atomicMax(tail.groups + q * k + (blockIdx.x + j) % k, ordered_bits(mine[j].key));
     }
   }
   if (!tail.ticket) return;
@@ -88,8 +92,12 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
   for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
     // Only entries at or above the bound can be among the k best: most
-    // blocks' lists are skipped after one comparison per entry.
-    const uint32_t bound_bits = __ldcg(tail.bound + q);
+    // blocks' lists are skipped after one comparison per entry. Each warp
+    // takes the minimum of the group maxima itself (no barrier); a group
+    // left zero (fewer than k entries in all) means no bound.
+    uint32_t bound_bits = ~0u;
+    for (uint32_t j = lane; j < k; j += 32) bound_bits = min(bound_bits, __ldcg(tail.groups + q * k + j));
+    bound_bits = __reduce_min_sync(kFullMask, bound_bits);
     // Compared as floats, so -0 and +0 stay equal as in ranks_before.
     const float bound = bound_bits == 0 ? -__int_as_float(0x7f800000) : from_ordered_bits(bound_bits);
     // Entries as one 8-byte word (key bits low, slot high), from L2.
@@ -134,10 +142,11 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
     }
     __syncthreads();
   }
-  // Leave the counters zero for the next launch on this context.
+  // Leave the counters zero for the next launch on this context (every
+  // warp has read the groups: the loop above ends with a barrier).
+  for (uint32_t j = threadIdx.x; j < QB * k; j += kScanThreads) tail.groups[j] = 0;
   if (threadIdx.x == 0) {
     *tail.ticket = 0;
-    for (int q = 0; q < QB; ++q) tail.bound[q] = 0;
     if (tail.next_unit) *tail.next_unit = 0;
   }
 }

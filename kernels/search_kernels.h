@@ -49,12 +49,13 @@ constexpr int kSmallKMax = 256;
 // The final step of a fused scan, done by its last block to finish: the
 // merge of every block's list into each query's k best, written either as
 // user ids and scores (out_ids set: rows of k_out columns, padded; L2 keys
-// negated) or as sorted candidate lists [nq][k] (lists). ticket and bound
-// ([4]) are zeroed device words (ExecContext::counters), left zero again.
-// ticket = null: no merge, the caller merges cand itself.
+// negated) or as sorted candidate lists [nq][k] (lists). ticket and groups
+// ([4][k], k <= kSmallKMax: the maxima behind each query's bound) are zeroed
+// device words (ExecContext::counters), left zero again. ticket = null: no
+// merge, the caller merges cand itself.
 struct ScanTail {
   unsigned* ticket = nullptr;
-  unsigned* bound = nullptr;
+  unsigned* groups = nullptr;
   uint64_t* out_ids = nullptr;
   float* out_scores = nullptr;
   uint64_t k_out = 0;

@@ -255,8 +255,9 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   for (const int32_t precision : {kExact, kFast}) {
-    // dim 64: the short-row kernel (FAST); dim 300: the long-row kernel (FAST and EXACT).
-    for (const size_t dim : {size_t{64}, size_t{300}}) {
+    // dim 64: the short-row kernel (FAST); dim 300: the long-row kernel (FAST and EXACT);
+    // dim 768: the scan with its trip counts compiled in (one to three queries).
+    for (const size_t dim : {size_t{64}, size_t{300}, size_t{768}}) {
       auto rt = cuda_runtime(precision);
       const size_t dups = 600, others = 3000;
       auto s = mt::make_store(dim, kF32, kCos, rt.get());
@@ -270,8 +271,9 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
       auto ids = spread_ids(rng, dups + others);
       ASSERT_OK(mt::store_add(s.get(), ids, all));
       model.add(ids, all);
-      for (const size_t k : {size_t{10}, size_t{300}}) {
-        for (const size_t nq : {size_t{1}, size_t{20}}) {  // scan and GEMM paths
+      // k = 32 fills a register list; 3 queries share one scan.
+      for (const size_t k : {size_t{10}, size_t{32}, size_t{300}}) {
+        for (const size_t nq : {size_t{1}, size_t{3}, size_t{20}}) {  // scan and GEMM paths
           Matrix qq(kF32, nq, dim);
           for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
           Results r;
