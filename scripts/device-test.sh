@@ -139,7 +139,14 @@ run() {
   # peers only (two calls that each fit a 10-minute limit); unset, both.
   local part=${MNEMO_RUN_PART:-all}
   if [ "$part" != bench ]; then
-  step "gpu tests" 420 .device/bin/mnemo_gpu_tests
+  # The whole GPU suite in MNEMO_TEST_SHARDS (4) processes at once: its time
+  # is mostly the float64 reference on the CPU (over 420 s in one process on
+  # an H100 host), and the GPU machine has 16 cores.
+  step "gpu tests" 420 bash -c 'n=${MNEMO_TEST_SHARDS:-4}; for ((i = 0; i < n; ++i)); do
+      GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i .device/bin/mnemo_gpu_tests --gtest_brief=1 >"$0/gpu-shard$i.log" 2>&1 &
+    done
+    rc=0; for ((i = 0; i < n; ++i)); do wait -n || rc=1; done
+    cat "$0"/gpu-shard*.log; exit $rc' "$out"
   # The first fused GEMM + selection forced on everywhere it can run (short
   # rows take the short-row kernel by default).
   step "gpu tests (fused forced)" 200 env MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
