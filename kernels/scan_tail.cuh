@@ -94,7 +94,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
     // Only entries at or above the bound can be among the k best: most
     // blocks' lists are skipped after one comparison per entry. Each warp
     // takes the minimum of the group maxima itself (no barrier); a group
-    // left zero (fewer than k entries in all) means no bound.
+    // left zero (no entry fell in it) means no bound.
     uint32_t bound_bits = ~0u;
     for (uint32_t j = lane; j < k; j += 32) bound_bits = min(bound_bits, __ldcg(tail.groups + q * k + j));
     bound_bits = __reduce_min_sync(kFullMask, bound_bits);
