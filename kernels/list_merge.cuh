@@ -9,8 +9,6 @@
 
 namespace mnemo::cuda {
 
-constexpr uint32_t kNoSlot = 0xffffffffu;
-
 // The library's order over entries that may be empty (slot kNoSlot): filled
 // entries first, then ranks_before.
 __device__ __forceinline__ bool entry_before(float ka, uint32_t sa, float kb, uint32_t sb, const uint64_t* ids) {

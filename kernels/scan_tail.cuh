@@ -117,7 +117,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
       for (int u = 0; u < kBatch; ++u) {
         const float key = __uint_as_float(static_cast<uint32_t>(v[u]));
         const uint32_t slot = static_cast<uint32_t>(v[u] >> 32);
-        const bool has = slot != 0xffffffffu && key >= bound;
+        const bool has = slot != kNoSlot && key >= bound;
         if (__any_sync(kFullMask, has)) w.offer(has, key, slot, ids, lane);
       }
     }

@@ -192,8 +192,7 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   // Pad when fewer than k entries exist.
-  for (uint32_t j = s_count + threadIdx.x; j < k; j += kThreads)
-    o[j] = QCand{q, __int_as_float(0xff800000), 0xffffffffu};
+  for (uint32_t j = s_count + threadIdx.x; j < k; j += kThreads) o[j] = QCand{q, __int_as_float(0xff800000), kNoSlot};
 }
 
 // The prefilter: two 11-bit histogram levels over the key bits find, per
@@ -314,7 +313,7 @@ __global__ void unpack_kernel(const QCand* in, uint64_t n, Cand* out) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
     const QCand c = in[i];
-    out[i] = c.slot == 0xffffffffu ? Cand{__int_as_float(0x7fc00000), 0xffffffffu} : Cand{c.key, c.slot};
+    out[i] = c.slot == kNoSlot ? Cand{__int_as_float(0x7fc00000), kNoSlot} : Cand{c.key, c.slot};
   }
 }
 
@@ -322,7 +321,7 @@ __global__ void pack_kernel(const Cand* in, uint32_t kc, uint64_t n, QCand* out)
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
     const Cand c = in[i];
-    const float key = c.slot == 0xffffffffu ? __int_as_float(0xff800000) : c.key;
+    const float key = c.slot == kNoSlot ? __int_as_float(0xff800000) : c.key;
     out[i] = QCand{static_cast<uint32_t>(i / kc), key, c.slot};
   }
 }
@@ -334,8 +333,8 @@ struct SafeOrder {
   __device__ bool operator()(const QCand& a, const QCand& b) const {
     if (a.q != b.q) return a.q < b.q;
     if (a.key != b.key) return a.key > b.key;
-    const uint64_t ia = a.slot == 0xffffffffu ? ~0ull : ids[a.slot];
-    const uint64_t ib = b.slot == 0xffffffffu ? ~0ull : ids[b.slot];
+    const uint64_t ia = a.slot == kNoSlot ? ~0ull : ids[a.slot];
+    const uint64_t ib = b.slot == kNoSlot ? ~0ull : ids[b.slot];
     return ia < ib;
   }
 };

@@ -85,7 +85,7 @@ __device__ void merge_block(List& l, const Cand* c, uint64_t m, uint32_t k, cons
     const uint64_t j = b + lane;
     const bool has = j < m;
     const Cand x = has ? c[j] : empty_cand();
-    l.offer(has && x.slot != 0xffffffffu, x.key, x.slot, ids, lane);
+    l.offer(has && x.slot != kNoSlot, x.key, x.slot, ids, lane);
   }
   l.store(lists + warp * k, k, lane);
   if (lane == 0) counts[warp] = l.n;
@@ -124,7 +124,7 @@ __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, co
   if (w >= static_cast<uint64_t>(nq) * kc) return;
   const uint32_t q = static_cast<uint32_t>(w / kc);
   Cand& c = cand[w];
-  if (c.slot == 0xffffffffu) return;
+  if (c.slot == kNoSlot) return;
   const T* row = static_cast<const T*>(s.vectors) + static_cast<uint64_t>(c.slot) * s.ld;
   const float* qv = queries + static_cast<uint64_t>(q) * s.ld;
   float acc = 0.0f;
@@ -152,7 +152,7 @@ __global__ void resort_kernel(Cand* cand, uint32_t kc, const uint64_t* ids) {
   for (uint32_t b = 0; b < kc; b += 32) {
     const uint32_t j = b + lane;
     const Cand x = j < kc ? c[j] : empty_cand();
-    wl.offer(j < kc && x.slot != 0xffffffffu, x.key, x.slot, ids, lane);
+    wl.offer(j < kc && x.slot != kNoSlot, x.key, x.slot, ids, lane);
   }
   __syncwarp();
   for (uint32_t j = lane; j < kc; j += 32) c[j] = static_cast<int>(j) < wl.n ? list[j] : empty_cand();
@@ -164,7 +164,7 @@ __global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_
   if (i >= static_cast<uint64_t>(nq) * k_out) return;
   const uint64_t q = i / k_out, j = i % k_out;
   const Cand c = j < k ? lists[q * kc + j] : empty_cand();
-  if (c.slot == 0xffffffffu) {
+  if (c.slot == kNoSlot) {
     out_ids[i] = ~0ull;
     out_scores[i] = __int_as_float(0x7fc00000);
   } else {

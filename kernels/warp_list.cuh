@@ -9,13 +9,16 @@ namespace mnemo::cuda {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// The slot of an empty list entry.
+constexpr uint32_t kNoSlot = 0xffffffffu;
+
 struct Cand {
   float key;
   uint32_t slot;
 };
 
 // An empty list entry: key NaN, no slot.
-__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), 0xffffffffu}; }
+__device__ __forceinline__ Cand empty_cand() { return Cand{__int_as_float(0x7fc00000), kNoSlot}; }
 
 // a ranks strictly before b. NaN keys never reach a list.
 __device__ __forceinline__ bool ranks_before(float ka, uint32_t sa, float kb, uint32_t sb, const uint64_t* ids) {
@@ -58,7 +61,7 @@ struct WarpList {
   __device__ void store(Cand* out, uint32_t len, int lane) const {
     // Each lane reads and writes only its own indices.
     for (uint32_t j = lane; j < len; j += 32)
-      out[j] = static_cast<int>(j) < n ? c[j] : Cand{__int_as_float(0x7fc00000), 0xffffffffu};
+      out[j] = static_cast<int>(j) < n ? c[j] : Cand{__int_as_float(0x7fc00000), kNoSlot};
     __syncwarp();
   }
 
@@ -115,7 +118,7 @@ struct RegList {
   float worst_key;  // entry k - 1 once the list is full (warp-uniform)
   uint32_t worst_slot;
 
-  __device__ static RegList make(int k_) { return RegList{k_, 0, 0.0f, 0xffffffffu, 0.0f, 0xffffffffu}; }
+  __device__ static RegList make(int k_) { return RegList{k_, 0, 0.0f, kNoSlot, 0.0f, kNoSlot}; }
 
   __device__ __forceinline__ bool admits(float kk, uint32_t ss, const uint64_t* ids) const {
     if (kk != kk) return false;
@@ -145,7 +148,7 @@ struct RegList {
   // Entries [0, len) to out (len <= 32): the list, then empty entries.
   __device__ void store(Cand* out, uint32_t len, int lane) const {
     if (static_cast<uint32_t>(lane) < len)
-      out[lane] = lane < n ? Cand{key, slot} : Cand{__int_as_float(0x7fc00000), 0xffffffffu};
+      out[lane] = lane < n ? Cand{key, slot} : Cand{__int_as_float(0x7fc00000), kNoSlot};
     __syncwarp();
   }
 };

@@ -135,10 +135,25 @@ run() {
     results+=("$([ $rc -eq 0 ] && echo pass || echo "FAIL rc=$rc") ($((SECONDS - t0)) s)")
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? (passed|failed)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -n 3 >/dev/null
   }
+  # compute-sanitizer memcheck and racecheck over subsets that reach every
+  # GPU kernel.
+  sanitizers() {
+  step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n20011_q100*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n100003_q17*:*n70001_q1_*:*n5003_q1_k300*:*n4099_q3_k400*:*n300_q1_k300*:GpuSimilarity.FastBf16*-GpuActivationCases.QueryChunksOfASmallWorkspace"
+  step "racecheck (subset)" 240 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*"
+  # The activation kernels on their own: racecheck of their sweeps takes minutes.
+  step "racecheck (activation)" 420 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine*:GpuActivationCases.DeviceEntryPointMatchesHostCall"
+  }
   # MNEMO_RUN_PART=tests runs the suites only, =bench the benchmark and its
   # peers only (two calls that each fit a 10-minute limit); unset, both.
+  # =sanitizers runs only the compute-sanitizer steps, so that they can run
+  # beside tests with MNEMO_SKIP_SANITIZERS=1 (two OUT folders).
   local part=${MNEMO_RUN_PART:-all}
-  if [ "$part" != bench ]; then
+  if [ "$part" = sanitizers ]; then
+    sanitizers
+  elif [ "$part" != bench ]; then
   # The whole GPU suite in MNEMO_TEST_SHARDS (4) processes at once: its time
   # is mostly the float64 reference on the CPU (over 420 s in one process on
   # an H100 host), and the GPU machine has 16 cores.
@@ -149,23 +164,20 @@ run() {
     cat "$0"/gpu-shard*.log; exit $rc' "$out"
   # The first fused GEMM + selection forced on everywhere it can run (short
   # rows take the short-row kernel by default).
-  step "gpu tests (fused forced)" 200 env MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
-    "--gtest_filter=*GpuSearch*fast*:*GpuActivation*"
+  # In shards too: in one process it ran past 200 s on an H100 host.
+  step "gpu tests (fused forced)" 300 bash -c 'n=${MNEMO_TEST_SHARDS:-4}; for ((i = 0; i < n; ++i)); do
+      MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i .device/bin/mnemo_gpu_tests \
+        --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*:*GpuActivation*" >"$0/fused-shard$i.log" 2>&1 &
+    done
+    rc=0; for ((i = 0; i < n; ++i)); do wait -n || rc=1; done
+    cat "$0"/fused-shard*.log; exit $rc' "$out"
   # Single-query scans on both paths: bulk copies forced on (f32 too) and off.
   step "gpu tests (bulk scan on)" 200 env MNEMO_SCAN_BULK=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*:GpuSearchGraph.*:GpuDeviceSearch.*"
   step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*"
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
-  if [ -z "${MNEMO_SKIP_SANITIZERS:-}" ]; then
-  step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n20011_q100*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n100003_q17*:*n70001_q1_*:*n5003_q1_k300*:*n4099_q3_k400*:*n300_q1_k300*:GpuSimilarity.FastBf16*-GpuActivationCases.QueryChunksOfASmallWorkspace"
-  step "racecheck (subset)" 240 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*"
-  # The activation kernels on their own: racecheck of their sweeps takes minutes.
-  step "racecheck (activation)" 420 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine*:GpuActivationCases.DeviceEntryPointMatchesHostCall"
-  fi
+  [ -n "${MNEMO_SKIP_SANITIZERS:-}" ] || sanitizers
   if python3 -c "import numpy, pytest" 2>/dev/null; then
     step "python on CUDA" 240 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
       python3 -m pytest -q -p no:cacheprovider python/tests
@@ -179,7 +191,7 @@ run() {
   step "gpu precision fuzz" $((${MNEMO_FUZZ_SECONDS:-150} + 60)) bash scripts/device-fuzz.sh run .device/fuzz "$out/fuzz" \
     "${MNEMO_FUZZ_SECONDS:-150}"
   fi
-  if [ "$part" != tests ]; then
+  if [ "$part" = bench ] || [ "$part" = all ]; then
   step "gpu benchmark" 300 .device/bin/mnemo_gpu_bench "$out/mnemo_gpu.jsonl"
   # Activation search against plain search, 1q x 1M x 768 f32 (CUDA events).
   step "activation benchmark" 200 .device/bin/mnemo_activation_bench "$out/activation_gpu.jsonl" cuda 1000000 101
