@@ -116,6 +116,41 @@ for (k, g), xs in runs.items():
 PY
 }
 
+# Nsight Compute of the recall rows furthest from their targets, one launch
+# each (the 10000-query f16 batch, the 100-query FAST batch, the 10k- and
+# 100k-row single-query scans), with the per-issue stall ratios; a short
+# extract last.
+profile_rows() {
+  local out=${1:-${OUT:-device-out}}
+  setup
+  mkdir -p "$out"
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
+  [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
+  local stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
+  local batch=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
+    --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats
+    --section InstructionStats --metrics "$stalls")
+  local scan=(--cache-control none --section SpeedOfLight --section Occupancy --section WarpStateStats
+    --section LaunchStats --metrics sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max)
+  one() {  # one NAME ROW KERNEL SKIP COUNT ARGS...
+    local name=$1 only=$2 kernel=$3 skip=$4 count=$5
+    shift 5
+    MNEMO_BENCH_ONLY="$only" timeout 150 "$ncu" --clock-control none -k "regex:$kernel" --launch-skip "$skip" \
+      --launch-count "$count" "$@" .device/bin/mnemo_gpu_bench "$out/prof-$name.jsonl" >"$out/ncu-$name.txt" 2>&1
+    echo "ncu $name: exit $?"
+  }
+  one short-f16 "10000q x 1M x 128 f16" fused_short_kernel 6 1 "${batch[@]}"
+  one wide-fast "100q x 1M x 768 f32 k=10" fused_wide_kernel 20 2 "${batch[@]}"
+  one scan-10k "1q x 10k x 768 f32" scan_topk 20 1 "${scan[@]}"
+  one scan-100k "1q x 100k x 768 f32" scan_topk 20 1 "${scan[@]}"
+  local f
+  for f in "$out"/ncu-*.txt; do
+    echo "== $f"
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Executed Ipc Active|Achieved Occupancy|Registers Per|Grid Size|Warp Cycles Per Issued|Eligible Warps|sm__cycles|stalled_(wait|long|short|barrier|math)" "$f" | head -n 40
+  done
+}
+
 run() {
   local out=${1:-${OUT:-device-out}}
   setup
@@ -221,6 +256,7 @@ case "$mode" in
   bundle) bundle ;;
   run) shift; run "$@" ;;
   profile) shift; profile "$@" ;;
+  profile-rows) shift; profile_rows "$@" ;;
   exec) shift; setup; "$@" ;;  # one command with the bundle's libraries (e.g. one benchmark)
-  *) echo "usage: $0 bundle | run [OUT] | profile [OUT] | exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: $0 bundle | run [OUT] | profile [OUT] | profile-rows [OUT] | exec CMD..." >&2; exit 2 ;;
 esac
