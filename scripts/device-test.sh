@@ -74,17 +74,24 @@ setup() {
   export MNEMO_BACKEND_DIR="$PWD/.device/lib"
 }
 
+# The path of ncu (fails without). Not in setup's subshell: setup's exports
+# must reach the caller.
+find_ncu() {
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
+  [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
+  echo "$ncu"
+}
+
 # Nsight Compute figures of the single-query search kernels (the fused scan,
 # the merge of the block lists, the emit): full sections for the first
 # search of the benchmark (1q x 1M x 768 f32), then the duration and DRAM
 # throughput of every launch of the first searches, 10k rows included.
 profile() {
-  local out=${1:-${OUT:-device-out}}
+  local out=${1:-${OUT:-device-out}} ncu
   setup
   mkdir -p "$out"
-  local ncu
-  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
-  [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
+  ncu=$(find_ncu) || return 1
   local kernels='regex:scan_topk|merge_kernel|emit_kernel'
   timeout 240 "$ncu" --clock-control none -k "$kernels" --launch-count 3 --section SpeedOfLight \
     --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
@@ -121,12 +128,10 @@ PY
 # 100k-row single-query scans), with the per-issue stall ratios; a short
 # extract last.
 profile_rows() {
-  local out=${1:-${OUT:-device-out}}
+  local out=${1:-${OUT:-device-out}} ncu
   setup
   mkdir -p "$out"
-  local ncu
-  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
-  [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
+  ncu=$(find_ncu) || return 1
   local stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
   local batch=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
     --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats
@@ -149,6 +154,7 @@ profile_rows() {
     echo "== $f"
     grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Executed Ipc Active|Achieved Occupancy|Registers Per|Grid Size|Warp Cycles Per Issued|Eligible Warps|sm__cycles|stalled_(wait|long|short|barrier|math)" "$f" | head -n 40
   done
+  return 0
 }
 
 run() {
