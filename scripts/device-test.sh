@@ -198,20 +198,20 @@ run() {
   # The whole GPU suite in MNEMO_TEST_SHARDS (4) processes at once: its time
   # is mostly the float64 reference on the CPU (over 420 s in one process on
   # an H100 host), and the GPU machine has 16 cores.
-  step "gpu tests" 420 bash -c 'n=${MNEMO_TEST_SHARDS:-4}; for ((i = 0; i < n; ++i)); do
-      GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i .device/bin/mnemo_gpu_tests --gtest_brief=1 >"$0/gpu-shard$i.log" 2>&1 &
+  # shards OUT TAG CMD...: CMD in MNEMO_TEST_SHARDS gtest shards at once,
+  # logs in OUT/TAG-shardI.log (a script, so that step's timeout can run it).
+  local shards='n=${MNEMO_TEST_SHARDS:-4} out=$1 tag=$2; shift 2
+    pids=(); for ((i = 0; i < n; ++i)); do
+      GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i "$@" >"$out/$tag-shard$i.log" 2>&1 & pids+=($!)
     done
-    rc=0; for ((i = 0; i < n; ++i)); do wait -n || rc=1; done
-    cat "$0"/gpu-shard*.log; exit $rc' "$out"
+    rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    cat "$out/$tag"-shard*.log; exit $rc'
+  step "gpu tests" 420 bash -c "$shards" shards "$out" gpu .device/bin/mnemo_gpu_tests --gtest_brief=1
   # The first fused GEMM + selection forced on everywhere it can run (short
   # rows take the short-row kernel by default).
   # In shards too: in one process it ran past 200 s on an H100 host.
-  step "gpu tests (fused forced)" 300 bash -c 'n=${MNEMO_TEST_SHARDS:-4}; for ((i = 0; i < n; ++i)); do
-      MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i .device/bin/mnemo_gpu_tests \
-        --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*:*GpuActivation*" >"$0/fused-shard$i.log" 2>&1 &
-    done
-    rc=0; for ((i = 0; i < n; ++i)); do wait -n || rc=1; done
-    cat "$0"/fused-shard*.log; exit $rc' "$out"
+  step "gpu tests (fused forced)" 300 bash -c "$shards" shards "$out" fused env MNEMO_FUSED_GEMM=1 MNEMO_FUSED_SHORT=0 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*:*GpuActivation*"
   # Single-query scans on both paths: bulk copies forced on (f32 too) and off.
   step "gpu tests (bulk scan on)" 200 env MNEMO_SCAN_BULK=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*:GpuSearchGraph.*:GpuDeviceSearch.*"
