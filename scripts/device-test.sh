@@ -74,13 +74,14 @@ setup() {
   export MNEMO_BACKEND_DIR="$PWD/.device/lib"
 }
 
-# The path of ncu (fails without). Not in setup's subshell: setup's exports
-# must reach the caller.
-find_ncu() {
-  local ncu
+# The profile modes' start: the bundle set up, OUT made, and the caller's
+# `ncu` set to the profiler's path (fails without one). Called directly, not
+# in a subshell, so that setup's exports reach the caller.
+profile_start() {
+  setup
+  mkdir -p "$1"
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -n1)
   [ -n "$ncu" ] || { echo "no ncu on this machine" >&2; return 1; }
-  echo "$ncu"
 }
 
 # Nsight Compute figures of the single-query search kernels (the fused scan,
@@ -89,9 +90,7 @@ find_ncu() {
 # throughput of every launch of the first searches, 10k rows included.
 profile() {
   local out=${1:-${OUT:-device-out}} ncu
-  setup
-  mkdir -p "$out"
-  ncu=$(find_ncu) || return 1
+  profile_start "$out" || return 1
   local kernels='regex:scan_topk|merge_kernel|emit_kernel'
   timeout 240 "$ncu" --clock-control none -k "$kernels" --launch-count 3 --section SpeedOfLight \
     --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats \
@@ -129,9 +128,7 @@ PY
 # extract last.
 profile_rows() {
   local out=${1:-${OUT:-device-out}} ncu
-  setup
-  mkdir -p "$out"
-  ncu=$(find_ncu) || return 1
+  profile_start "$out" || return 1
   local stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
   local batch=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
     --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats
