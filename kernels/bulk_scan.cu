@@ -193,7 +193,9 @@ __global__ void __launch_bounds__(kScanThreads, 2)
       if (wl[0].admits(key, first + r, s.ids)) wl[0].insert(key, first + r, s.ids, lane);
     }
   }
-  finish_scan<List, 1>(wl, lists, counts, s.ids, 1, k, cand, tail, warp, lane);
+  // The ring is free: every warp's copies have landed and been read.
+  finish_scan<List, 1>(wl, lists, counts, s.ids, 1, k, cand, tail, warp, lane, reinterpret_cast<Cand*>(smem),
+                       static_cast<uint32_t>(kScanWarps * stages * unit_bytes / sizeof(Cand)));
 #else
   // Launched only on sm_90 and later (bulk_scan_usable).
   __trap();

@@ -16,9 +16,14 @@ constexpr int kWarps = kScanWarps;
 constexpr int kThreads = kScanThreads;
 
 struct ScanSmem {
-  // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k], then counts.
+  // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k],
+  // then counts. The query area, free once the rows are scored, holds the
+  // last block's merge survivors (kRankMax entries at least).
+  static size_t query_bytes(int qb, uint64_t ld) {
+    return (std::max<size_t>(qb * ld * 4, kRankMax * sizeof(Cand)) + 15) / 16 * 16;
+  }
   static size_t bytes(int qb, uint64_t ld, uint32_t k) {
-    return qb * ld * 4 + static_cast<size_t>(kWarps) * qb * k * sizeof(Cand) + kWarps * qb * sizeof(int);
+    return query_bytes(qb, ld) + static_cast<size_t>(kWarps) * qb * k * sizeof(Cand) + kWarps * qb * sizeof(int);
   }
 };
 
@@ -43,7 +48,8 @@ __global__ void __launch_bounds__(kThreads)
                      uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
   extern __shared__ __align__(16) unsigned char smem[];
   float* qs = reinterpret_cast<float*>(smem);
-  Cand* lists = reinterpret_cast<Cand*>(qs + QB * s.ld);
+  const size_t q_bytes = ScanSmem::query_bytes(QB, s.ld);
+  Cand* lists = reinterpret_cast<Cand*>(smem + q_bytes);
   int* counts = reinterpret_cast<int*>(lists + kWarps * QB * k);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
@@ -95,7 +101,8 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane);
+  finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane, reinterpret_cast<Cand*>(smem),
+                        static_cast<uint32_t>(q_bytes / sizeof(Cand)));
 }
 
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.

@@ -313,7 +313,7 @@ __global__ void unpack_kernel(const QCand* in, uint64_t n, Cand* out) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
     const QCand c = in[i];
-    out[i] = c.slot == kNoSlot ? Cand{__int_as_float(0x7fc00000), kNoSlot} : Cand{c.key, c.slot};
+    out[i] = c.slot == kNoSlot ? empty_cand() : Cand{c.key, c.slot};
   }
 }
 

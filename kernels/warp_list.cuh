@@ -60,8 +60,7 @@ struct WarpList {
   // when out is the list itself).
   __device__ void store(Cand* out, uint32_t len, int lane) const {
     // Each lane reads and writes only its own indices.
-    for (uint32_t j = lane; j < len; j += 32)
-      out[j] = static_cast<int>(j) < n ? c[j] : Cand{__int_as_float(0x7fc00000), kNoSlot};
+    for (uint32_t j = lane; j < len; j += 32) out[j] = static_cast<int>(j) < n ? c[j] : empty_cand();
     __syncwarp();
   }
 
@@ -147,8 +146,7 @@ struct RegList {
 
   // Entries [0, len) to out (len <= 32): the list, then empty entries.
   __device__ void store(Cand* out, uint32_t len, int lane) const {
-    if (static_cast<uint32_t>(lane) < len)
-      out[lane] = lane < n ? Cand{key, slot} : Cand{__int_as_float(0x7fc00000), kNoSlot};
+    if (static_cast<uint32_t>(lane) < len) out[lane] = lane < n ? Cand{key, slot} : empty_cand();
     __syncwarp();
   }
 };

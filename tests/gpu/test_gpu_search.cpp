@@ -257,35 +257,39 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
   for (const int32_t precision : {kExact, kFast}) {
     // dim 64: the short-row kernel (FAST); dim 300: the long-row kernel (FAST and EXACT);
     // dim 768: the scan with its trip counts compiled in (one to three queries).
-    for (const size_t dim : {size_t{64}, size_t{300}, size_t{768}}) {
-      auto rt = cuda_runtime(precision);
-      const size_t dups = 600, others = 3000;
-      auto s = mt::make_store(dim, kF32, kCos, rt.get());
-      ASSERT_TRUE(s);
-      StoreModel model(dim, kF32, kCos);
-      const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
-      Matrix all(kF32, dups + others, dim);
-      const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
-      for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
-      for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
-      auto ids = spread_ids(rng, dups + others);
-      ASSERT_OK(mt::store_add(s.get(), ids, all));
-      model.add(ids, all);
-      // k = 32 fills a register list; 3 queries share one scan.
-      for (const size_t k : {size_t{10}, size_t{32}, size_t{300}}) {
-        for (const size_t nq : {size_t{1}, size_t{3}, size_t{20}}) {  // scan and GEMM paths
-          Matrix qq(kF32, nq, dim);
-          for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
-          Results r;
-          ASSERT_OK(mt::store_search(s.get(), qq, k, nullptr, &r));
-          std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
-          std::sort(sorted.begin(), sorted.end());
-          for (size_t i = 0; i < nq; ++i)
-            for (size_t j = 0; j < k; ++j)
-              ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "dim " << dim << " query " << i << " rank " << j;
+    // 300 duplicates: the scan's last block ranks its survivors (at most
+    // 512); 600: more survive the bound than that, and it merges lists.
+    for (const size_t dim : {size_t{64}, size_t{300}, size_t{768}})
+      for (const size_t dups : {size_t{300}, size_t{600}}) {
+        auto rt = cuda_runtime(precision);
+        const size_t others = 3000;
+        auto s = mt::make_store(dim, kF32, kCos, rt.get());
+        ASSERT_TRUE(s);
+        StoreModel model(dim, kF32, kCos);
+        const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+        Matrix all(kF32, dups + others, dim);
+        const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
+        for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
+        for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
+        auto ids = spread_ids(rng, dups + others);
+        ASSERT_OK(mt::store_add(s.get(), ids, all));
+        model.add(ids, all);
+        // k = 32 fills a register list; 3 queries share one scan.
+        for (const size_t k : {size_t{10}, size_t{32}, size_t{300}}) {
+          for (const size_t nq : {size_t{1}, size_t{3}, size_t{20}}) {  // scan and GEMM paths
+            Matrix qq(kF32, nq, dim);
+            for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
+            Results r;
+            ASSERT_OK(mt::store_search(s.get(), qq, k, nullptr, &r));
+            std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
+            std::sort(sorted.begin(), sorted.end());
+            for (size_t i = 0; i < nq; ++i)
+              for (size_t j = 0; j < k; ++j)
+                ASSERT_EQ(r.row_ids(i)[j], sorted[j])
+                    << "dim " << dim << " duplicates " << dups << " query " << i << " rank " << j;
+          }
         }
       }
-    }
   }
 }
 
