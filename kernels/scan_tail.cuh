@@ -190,7 +190,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   __syncthreads();
   if (!s_last) return;
   const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
-  const uint32_t cap = kRegs ? min(spare_cap, kRankMax) : 0;
+  const uint32_t cap = min(spare_cap, kRankMax);
   for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
     // Entries as one 8-byte word (key bits low, slot high), from L2.
     const auto* c = reinterpret_cast<const unsigned long long*>(cand + static_cast<uint64_t>(q) * m_all);
@@ -234,12 +234,14 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
           const uint32_t slot = static_cast<uint32_t>(v[u] >> 32);
           const bool has = slot != kNoSlot && key >= bound;
           if (gather) {
-            const unsigned mask = __ballot_sync(kFullMask, has);
-            if (!mask) continue;
-            int at = 0;
-            if (lane == 0) at = atomicAdd(&s_count, __popc(mask));
-            at = __shfl_sync(kFullMask, at, 0) + __popc(mask & ((1u << lane) - 1));
-            if (has && static_cast<uint32_t>(at) < cap) spare[at] = Cand{key, slot};
+            if constexpr (kRegs) {
+              const unsigned mask = __ballot_sync(kFullMask, has);
+              if (!mask) continue;
+              int at = 0;
+              if (lane == 0) at = atomicAdd(&s_count, __popc(mask));
+              at = __shfl_sync(kFullMask, at, 0) + __popc(mask & ((1u << lane) - 1));
+              if (has && static_cast<uint32_t>(at) < cap) spare[at] = Cand{key, slot};
+            }
           } else if (__any_sync(kFullMask, has)) {
             w.offer(has, key, slot, ids, lane);
           }
