@@ -19,8 +19,9 @@ struct ScanSmem {
   // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k],
   // then counts. The query area, free once the rows are scored, holds the
   // last block's merge survivors (kRankMax entries at least).
-  static size_t query_bytes(int qb, uint64_t ld) {
-    return (std::max<size_t>(qb * ld * 4, kRankMax * sizeof(Cand)) + 15) / 16 * 16;
+  __host__ __device__ static size_t query_bytes(int qb, uint64_t ld) {
+    const size_t q = qb * ld * 4, r = kRankMax * sizeof(Cand);
+    return ((q > r ? q : r) + 15) / 16 * 16;
   }
   static size_t bytes(int qb, uint64_t ld, uint32_t k) {
     return query_bytes(qb, ld) + static_cast<size_t>(kWarps) * qb * k * sizeof(Cand) + kWarps * qb * sizeof(int);
