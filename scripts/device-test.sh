@@ -174,15 +174,47 @@ run() {
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? (passed|failed)|[0-9]+ passed|[0-9]+ failed" "$log" | tail -n 3 >/dev/null
   }
   # compute-sanitizer memcheck and racecheck over subsets that reach every
-  # GPU kernel.
+  # GPU kernel, the four steps at once (one process each on the GPU): one
+  # after another they ran past the 10-minute limit of a call.
+  # bg_step NAME LIMIT CMD...: starts one step, its log and status in OUT.
+  local -a bg_names=() bg_pids=()
+  bg_step() {
+    local name=$1 limit=$2 i=${#bg_names[@]}
+    shift 2
+    (
+      t0=$SECONDS
+      timeout "$limit" "$@" >"$out/sanitizer$i.log" 2>&1
+      echo "$? $((SECONDS - t0))" >"$out/sanitizer$i.rc"
+    ) &
+    bg_names+=("$name")
+    bg_pids+=($!)
+  }
+  # Waits for every started step and records it as step does.
+  bg_join() {
+    local i rc secs
+    for i in "${!bg_pids[@]}"; do
+      wait "${bg_pids[$i]}"
+      read -r rc secs <"$out/sanitizer$i.rc" || { rc=1 secs=0; }
+      echo "===== ${bg_names[$i]}" >>"$log"
+      cat "$out/sanitizer$i.log" >>"$log"
+      names+=("${bg_names[$i]}")
+      results+=("$([ "$rc" -eq 0 ] && echo pass || echo "FAIL rc=$rc") ($secs s)")
+    done
+    bg_names=() bg_pids=()
+  }
   sanitizers() {
-  step "memcheck (subset)" 300 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+  bg_step "memcheck (subset)" 540 compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
     --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n20011_q100*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n100003_q17*:*n70001_q1_*:*n5003_q1_k300*:*n4099_q3_k400*:*n300_q1_k300*:GpuSimilarity.FastBf16*-GpuActivationCases.QueryChunksOfASmallWorkspace"
-  step "racecheck (subset)" 240 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
+  bg_step "racecheck (subset)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
     --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*"
-  # The activation kernels on their own: racecheck of their sweeps takes minutes.
-  step "racecheck (activation)" 420 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
-    --gtest_brief=1 "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine*:GpuActivationCases.DeviceEntryPointMatchesHostCall"
+  # The activation kernels on their own, plain and normalised apart: racecheck
+  # of their sweeps takes minutes.
+  bg_step "racecheck (activation, plain)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+    "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine_plain:GpuActivationCases.DeviceEntryPointMatchesHostCall"
+  bg_step "racecheck (activation, normalised)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine_normalized"
+  bg_join
   }
   # MNEMO_RUN_PART=tests runs the suites only, =bench the benchmark and its
   # peers only (two calls that each fit a 10-minute limit); unset, both.
