@@ -1,6 +1,9 @@
 // What the single-pass scans (scan_topk.cu, bulk_scan.cu) do after their
-// rows: fold the warps' lists into the block's, publish it, and in the last
-// block to finish merge every block's list into the answer.
+// rows: select the block's list from its warps' lists, publish it, and in
+// the last block to finish select the answer from every block's list. By
+// rank counting for register lists (k <= 32); by list merges for
+// shared-memory lists, and where more than kRankMax entries tie at the
+// bound.
 #pragma once
 
 #include <cuda/atomic>
@@ -28,7 +31,8 @@ __device__ __forceinline__ RegList make_list<RegList>(Cand*, uint32_t k) {
 }
 
 // Folds the block's warp lists for one query into warp 0's `mine` in three
-// rounds of pairs (a tree, not seven folds one after another): warp w's
+// rounds of pairs (a tree, not seven folds one after another), where the
+// tail merges lists (see the top of the file): warp w's
 // list is stored at base + w * stride * k, its count at counts[w * stride].
 // Every thread of the block calls it; after it warp 0's list is also at
 // base.

@@ -1,7 +1,7 @@
 // One pass over the resident store per group of up to 4 queries, fused with
 // top-k selection: scores never go to device memory. Each warp keeps its own
-// list per query; after the rows the block folds them and the last block
-// merges every block's (scan_tail.cuh).
+// list per query; after the rows the block selects its list from them and
+// the last block selects the answer from every block's (scan_tail.cuh).
 #include <algorithm>
 #include <cstdlib>
 
