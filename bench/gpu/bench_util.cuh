@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_util.cuh"
+#include "device/cuda_util.cuh"
 
 namespace mnemo::cuda {
 struct ExecContext;

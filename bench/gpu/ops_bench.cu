@@ -9,10 +9,10 @@
 #include <tuple>
 
 #include "bench_util.cuh"
-#include "cuda_backend.h"
-#include "exec_context.h"
+#include "device/cuda_backend.h"
+#include "device/exec_context.h"
 #include "mnemo.h"
-#include "op_kernels.h"
+#include "ops/op_kernels.h"
 
 namespace mnemo::cuda::bench {
 

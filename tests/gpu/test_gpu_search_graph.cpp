@@ -1,4 +1,4 @@
-// Host calls replayed as CUDA graphs (kernels/graph_cache.h). A host search
+// Host calls replayed as CUDA graphs (kernels/device/graph_cache.h). A host search
 // of few queries runs plainly the first time its key is seen, is captured
 // into a graph the second time and replayed after; none of this may show in
 // the results. Checked bit for bit against the first (plain) call and

@@ -1,0 +1,418 @@
+// Query batches in FAST mode over short rows (at most 256 bytes of 16-bit
+// values or 512 bytes of f32, sm_90 and later): a tensor-core GEMM whose
+// epilogue selects, built so that the MMAs, not the bookkeeping, set the
+// pace.
+// - Each consumer warp holds its queries' B fragments in registers for the
+//   whole kernel (32 queries over 16-bit rows, 16 over f32), so a tile of
+//   store rows is the only operand that moves.
+// - One thread of a producer warp loads each tile with a few tensor copies
+//   (TMA, 128-byte slabs of K, 128-byte swizzle: no ldmatrix bank conflicts;
+//   rows past the store and K past the row read as zeros) and signals an
+//   mbarrier; the consumers release stages through a second mbarrier, so no
+//   block-wide barrier runs per tile. (Copying row by row with
+//   cp.async.bulk kept the consumers waiting, measured: 29% of their stall
+//   samples over f32 rows.)
+// - A warp owns its queries' lists (k <= 32 candidates, sorted, in shared
+//   memory), so admissions need no atomics and no other warp: a key enters
+//   only at or above the query's current threshold, which the warp keeps in
+//   registers.
+// - Thresholds are shared between the blocks of a query through device
+//   memory: a chunk whose list is full publishes its k-th key (no key below
+//   it can reach the merged top k), and blocks that start later begin from
+//   it instead of from an empty list, which is where most admissions were.
+// The chunk lists are merged and re-scored exactly afterwards, as for the
+// other FAST batch paths.
+#include <algorithm>
+#include <cstdlib>
+#include <cuda/ptx>
+
+#include "batch/chunk_list.cuh"
+#include "device/device_caps.h"
+#include "batch/fused_chunks.h"
+#include "batch/fused_short.h"
+#include "batch/mma_frag.cuh"
+#include "scan/row_dot.cuh"
+#include "batch/stage_barriers.cuh"
+#include "device/tensor_map.h"
+
+namespace mnemo::cuda {
+
+namespace {
+
+namespace ptx = ::cuda::ptx;
+
+constexpr int kConsumers = 8;
+constexpr int kThreads = (kConsumers + 1) * 32;  // the consumers and one producer warp
+constexpr uint32_t kStages = 4;
+
+// Rows per tile for KS k-steps of 32 bytes per row: a stage is 32 KB.
+constexpr uint32_t tile_rows(int ks) { return ks <= 8 ? 128 : 64; }
+
+// KS k-steps of 32 bytes per row (4, 8 or 16: whole 128-byte slabs). A
+// stage is [slab][row][128 bytes], each slab 1024-byte aligned as the
+// swizzle requires.
+template <int KS>
+struct ShortTile {
+  static constexpr uint32_t kSlabs = KS / 4;
+  static constexpr uint32_t kRows = tile_rows(KS);
+  static constexpr uint32_t kSlabBytes = kRows * 128;
+  static constexpr uint32_t kStageBytes = kSlabs * kSlabBytes;
+};
+
+// Queries per consumer warp (n-tiles of 8): the B fragments take 64
+// registers either way.
+template <class T>
+constexpr int kNTiles = sizeof(T) == 4 ? 2 : 4;
+// Queries per block (one query tile).
+template <class T>
+constexpr uint32_t kBlockQueries = kConsumers* kNTiles<T> * 8;
+
+// Shared memory in bytes: the stages, each stage's slot terms, the full and
+// empty barriers, the lists [queries][kc] and their fill counts.
+// The base is rounded up to 1024 bytes in the kernel (hence the slack).
+struct ShortLayout {
+  size_t terms, bars, lists, counts, bytes;
+  __host__ __device__ ShortLayout(uint32_t rows, uint32_t stage_bytes, uint32_t queries, uint32_t kc) {
+    terms = static_cast<size_t>(kStages) * stage_bytes;
+    bars = terms + static_cast<size_t>(kStages) * rows * 8;
+    lists = bars + 2 * kStages * 8;
+    counts = lists + static_cast<size_t>(queries) * kc * sizeof(Cand);
+    bytes = counts + static_cast<size_t>(queries) * 4 + 1024;
+  }
+};
+
+// Offers the m-tile's admitted keys (key >= th) to the warp's lists. Query
+// column (j, e) of lane (g, t) is query j * 8 + 2t + e; rows g and g + 8 of
+// the m-tile are keys [j][e] and [j][2 + e]. Per query the list is held one
+// entry per lane while its candidates go in, then written back.
+template <int NT>
+__device__ __forceinline__ void admit(const float (&key)[NT][4], float (&th)[NT][2], Cand* lists, int* counts, int kc,
+                                      uint32_t slot0, const uint64_t* ids, unsigned* gth, int lane) {
+  const float ninf = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const unsigned m0 = __ballot_sync(kFullMask, key[j][e] >= th[j][e]);
+      const unsigned m1 = __ballot_sync(kFullMask, key[j][2 + e] >= th[j][e]);
+      unsigned mq = m0 | m1;
+      while (mq) {
+        const int tq = (__ffs(mq) - 1) & 3;
+        const unsigned sel = 0x11111111u << tq;
+        mq &= ~sel;
+        const int ql = j * 8 + 2 * tq + e;
+        // The list one entry per lane (RegList: an insertion is a ballot and
+        // two shuffles).
+        Cand* l = lists + ql * kc;
+        RegList rl = load_reg_list(l, counts[ql], kc, lane);
+        __syncwarp();  // every lane has read the count before lane 0 rewrites it
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned c = (h ? m1 : m0) & sel;
+          while (c) {
+            const int src = __ffs(c) - 1;
+            c &= c - 1;
+            const float kk = __shfl_sync(kFullMask, key[j][2 * h + e], src);
+            const uint32_t ss = slot0 + (src >> 2) + 8 * h;
+            if (rl.admits(kk, ss, ids)) rl.insert(kk, ss, ids, lane);
+          }
+        }
+        rl.store(l, rl.n, lane);
+        if (lane == 0) {
+          counts[ql] = rl.n;
+          if (rl.n == kc) atomicMax(gth + ql, ordered_bits(rl.worst_key));
+        }
+        // The threshold never falls: it may already hold another chunk's.
+        if ((lane & 3) == tq) th[j][e] = fmaxf(th[j][e], rl.n == kc ? rl.worst_key : ninf);
+        __syncwarp();
+      }
+    }
+}
+
+template <class T, int KS>
+__global__ void __launch_bounds__(kThreads, 1)
+    fused_short_kernel(StoreRef s, const T* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                       const float2* __restrict__ terms, uint32_t kc, uint32_t chunk_slots, Cand* __restrict__ cand,
+                       uint64_t cand_stride, unsigned* __restrict__ gth, const __grid_constant__ CUtensorMap rows) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Tile = ShortTile<KS>;
+  constexpr int NT = kNTiles<T>;
+  constexpr int QW = NT * 8;
+  constexpr uint32_t BQ = kBlockQueries<T>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023);
+  const ShortLayout L(Tile::kRows, Tile::kStageBytes, BQ, kc);
+  float2* tterm = reinterpret_cast<float2*>(smem + L.terms);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L.bars);
+  uint64_t* empty = full + kStages;
+  Cand* lists = reinterpret_cast<Cand*>(smem + L.lists);
+  int* counts = reinterpret_cast<int*>(smem + L.counts);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t q0 = blockIdx.x * BQ;
+  const uint32_t consumers = min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
+  const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + chunk_slots);
+  const uint32_t tiles = (hi - lo + Tile::kRows - 1) / Tile::kRows;
+  const uint32_t row_bytes = static_cast<uint32_t>(s.ld * sizeof(T));
+
+  for (uint32_t i = threadIdx.x; i < BQ; i += kThreads) counts[i] = 0;
+  // Every consumer lane releases its own reads.
+  if (threadIdx.x == 0) init_stage_barriers(full, empty, kStages, consumers * 32);
+  __syncthreads();
+
+  if (warp == kConsumers) {
+    // Producer (one thread): tile t into stage t % kStages once the
+    // consumers released the tile that stage held before; a whole box
+    // counts, zero-filled past the store. Terms are copied in pairs (16
+    // bytes; the terms buffer has room for one past the last slot).
+    if (lane != 0) return;
+    for (uint32_t t = 0; t < tiles; ++t) {
+      const uint32_t st = t % kStages;
+      if (t >= kStages) wait_stage(empty + st, (t / kStages - 1) & 1);
+      const uint32_t first = lo + t * Tile::kRows;
+      const uint32_t n = min(Tile::kRows, hi - first), nt = (n + 1) & ~1u;
+      unsigned char* dst = smem + st * Tile::kStageBytes;
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, full + st,
+                                     Tile::kStageBytes + nt * 8);
+#pragma unroll
+      for (uint32_t sl = 0; sl < Tile::kSlabs; ++sl) {
+        const int32_t at[2] = {static_cast<int32_t>(sl * 128 / sizeof(T)), static_cast<int32_t>(first)};
+        ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, dst + sl * Tile::kSlabBytes, &rows, at,
+                                  full + st);
+      }
+      ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, tterm + st * Tile::kRows, terms + first, nt * 8,
+                         full + st);
+    }
+    return;
+  }
+  if (static_cast<uint32_t>(warp) >= consumers) return;  // no queries left for this warp
+
+  // The warp's queries as B fragments (k-step ks: words ks * 8 + t and
+  // + t + 4 of query column g of each n-tile), their cosine scales and their
+  // thresholds (+inf past nq: never admits; else what other chunks have
+  // published, -inf before any: from_ordered_bits(0) is NaN, which fmaxf
+  // drops).
+  const int g = lane >> 2, t4 = lane & 3;
+  const uint32_t wq0 = q0 + warp * QW;
+  const uint32_t words = row_bytes / 4;
+  uint32_t b[KS][NT][2];
+  float qs[NT][2], th[NT][2];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const uint32_t qb = wq0 + j * 8 + g;
+    const auto* qrow = reinterpret_cast<const uint32_t*>(queries + static_cast<uint64_t>(qb < nq ? qb : 0) * s.ld);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t w = ks * 8 + t4 + 4 * h;
+        b[ks][j][h] = Mma<T>::frag(qb < nq && w < words ? __ldg(qrow + w) : 0u);
+      }
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const uint32_t q = wq0 + j * 8 + 2 * t4 + e;
+      float sc = 1.0f;
+      if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
+      qs[j][e] = sc;
+      th[j][e] =
+          q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q))) : __int_as_float(0x7f800000);
+    }
+  }
+  Cand* wlists = lists + static_cast<size_t>(warp) * QW * kc;
+  int* wcounts = counts + warp * QW;
+  unsigned* wgth = gth + wq0;
+
+  // ldmatrix row addresses: lanes 8m..8m+7 give matrix m, rows 0-7 / 8-15 of
+  // the m-tile by m & 1, bytes 0-15 / 16-31 of the k-step by m >> 1. The
+  // swizzle stores 16-byte chunk c of row r at chunk c ^ (r % 8), and
+  // r % 8 = lane % 8 here. Over f32 rows the A words go to the TF32 MMA
+  // unrounded (the unit reads the TF32 bits of each): only candidates are
+  // chosen here.
+  const uint32_t sbase =
+      static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + (((lane >> 3) & 1) * 8 + (lane & 7)) * 128;
+  uint32_t chunk[4];  // byte offset in the row of k-step ks % 4's chunk
+#pragma unroll
+  for (int c = 0; c < 4; ++c) chunk[c] = (((2 * c + (lane >> 4)) ^ (lane & 7)) & 7) * 16;
+  const float nan = __int_as_float(0x7fc00000);
+  for (uint32_t t = 0; t < tiles; ++t) {
+    const uint32_t st = t % kStages;
+    wait_stage(full + st, (t / kStages) & 1);
+    const uint32_t first = lo + t * Tile::kRows;
+    const uint32_t n = min(Tile::kRows, hi - first);
+    const uint32_t abase = sbase + st * Tile::kStageBytes;
+    const float2* m = tterm + st * Tile::kRows;
+    // Other chunks' thresholds, loaded now and applied after the tile (the
+    // loads' latency hides behind its MMAs).
+    unsigned pub[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t ql = j * 8 + 2 * t4 + e;
+        pub[j][e] = wq0 + ql < nq ? __ldcg(wgth + ql) : 0u;
+      }
+    for (uint32_t r0 = 0; r0 < n; r0 += 16) {
+      uint32_t a[KS][4];
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks)
+        ldsm4(a[ks][0], a[ks][1], a[ks][2], a[ks][3], abase + (ks / 4) * Tile::kSlabBytes + r0 * 128 + chunk[ks % 4]);
+      // Even and odd k-steps into separate sums: twice the independent MMA
+      // chains, half as long (the chains' latency bounded the f32 tile).
+      float acc[NT][4], acc2[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f, acc2[j][c] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < KS; ks += 2)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          Mma<T>::mma(acc[j], a[ks], b[ks][j]);
+          Mma<T>::mma(acc2[j], a[ks + 1], b[ks + 1][j]);
+        }
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[j][c] += acc2[j][c];
+      // Keys: fmaf(dot * qscale, a, b) with the slot's terms; rows past the
+      // tile get b = NaN (never admitted, whatever their stale bits give).
+      float sa[2], sb[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t r = r0 + g + 8 * h;
+        const float2 ab = m[r];
+        sa[h] = ab.x;
+        sb[h] = r < n ? ab.y : nan;
+      }
+      bool any = false;
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& k = acc[j][2 * h + e];
+            k = fmaf(k * qs[j][e], sa[h], sb[h]);
+            any = any || k >= th[j][e];
+          }
+      if (__any_sync(kFullMask, any))
+        admit<NT>(acc, th, wlists, wcounts, static_cast<int>(kc), first + r0, s.ids, wgth, lane);
+    }
+    // This lane has read the stage: release it to the producer.
+    (void)ptx::mbarrier_arrive(empty + st);
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
+  }
+
+  // The warp's lists (best first, empty entries after) as this chunk's.
+  for (int ql = 0; ql < QW; ++ql) {
+    const uint32_t q = wq0 + ql;
+    if (q >= nq) break;
+    store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                     wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+  }
+#else
+  // Launched only on sm_90 and later (fused_short_usable).
+  __trap();
+#endif
+}
+
+// 32-byte k-steps for a row of this many bytes (0: too long).
+int ksteps_for(uint64_t row_bytes, DType t) {
+  if (row_bytes <= 128) return 4;
+  if (row_bytes <= 256) return 8;
+  if (row_bytes <= 512 && t == DType::f32) return 16;
+  return 0;
+}
+
+template <class T, int KS>
+ShortLayout layout_of(uint32_t kc) {
+  return ShortLayout(ShortTile<KS>::kRows, ShortTile<KS>::kStageBytes, kBlockQueries<T>, kc);
+}
+
+size_t smem_bytes(DType t, int ks, uint32_t kc) {
+  if (t != DType::f32) return ks == 4 ? layout_of<__half, 4>(kc).bytes : layout_of<__half, 8>(kc).bytes;
+  switch (ks) {
+    case 4: return layout_of<float, 4>(kc).bytes;
+    case 8: return layout_of<float, 8>(kc).bytes;
+    default: return layout_of<float, 16>(kc).bytes;
+  }
+}
+
+template <class T, int KS>
+unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
+                   uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+  constexpr uint32_t kRows = ShortTile<KS>::kRows;
+  const ShortLayout L = layout_of<T, KS>(kc);
+  auto kernel = fused_short_kernel<T, KS>;
+  // Set on every launch: the attribute belongs to this instantiation only.
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
+        "fused short-row smem");
+  const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
+  const unsigned used = ceil_div(s.slots, per);
+  const dim3 grid(ceil_div(nq, kBlockQueries<T>), used);
+  kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
+                                          static_cast<uint64_t>(used) * kc, gth,
+                                          row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows));
+  MNEMO_CUDA_LAUNCHED("fused_short_kernel");
+  return used;
+}
+
+template <class T>
+unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
+                      uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+  switch (ksteps_for(s.ld * sizeof(T), s.dtype)) {
+    case 4: return launch_ks<T, 4>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
+    case 8: return launch_ks<T, 8>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
+    default:
+      if constexpr (sizeof(T) == 4) return launch_ks<T, 16>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
+      fail(Code::internal, "fused short-row kernel: row too long");
+  }
+}
+
+}  // namespace
+
+bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
+  // MNEMO_FUSED_SHORT=0 turns it off (for measuring against the other paths).
+  static const bool off = [] {
+    const char* e = std::getenv("MNEMO_FUSED_SHORT");
+    return e && std::atoi(e) == 0;
+  }();
+  // Tensor-copy row coordinates are signed 32-bit.
+  if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu) return false;
+  const int ks = ksteps_for(ld * dtype_size(t), t);
+  if (ks == 0 || device_major() < 9 || !tensor_maps_available()) return false;
+  return smem_bytes(t, ks, kc) <= device_smem_optin();
+}
+
+unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count) {
+  const uint32_t bq = t == DType::f32 ? kBlockQueries<float> : kBlockQueries<__half>;
+  const uint32_t rows = tile_rows(ksteps_for(ld * dtype_size(t), t));
+  // Two waves at least. More waves of smaller chunks leave less of the
+  // store to blocks that start with cold thresholds, but measured slower on
+  // the H200 (10000q x 1M x 128 f16: 2 waves 13.2 ms, 4 14.3, 8 15.4, 16
+  // 19.0; f32 17.5, 17.9, 18.4, 19.9; not profiled: each chunk adds a list
+  // per query to the merge and a block start-up). MNEMO_FUSED_SHORT_WAVES
+  // overrides it (for measuring).
+  static const unsigned waves = [] {
+    const char* e = std::getenv("MNEMO_FUSED_SHORT_WAVES");
+    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
+  }();
+  return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
+}
+
+unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
+                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
+                                 cudaStream_t st) {
+  const auto* tm = static_cast<const float2*>(terms);
+  MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
+  switch (s.dtype) {
+    case DType::f16: return launch_typed<__half>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
+    case DType::bf16: return launch_typed<__nv_bfloat16>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
+    default: return launch_typed<float>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
+  }
+}
+
+}  // namespace mnemo::cuda

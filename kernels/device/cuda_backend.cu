@@ -1,0 +1,36 @@
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "device/cuda_backend.h"
+
+namespace mnemo::cuda {
+
+CudaBackend::CudaBackend(const BackendConfig& cfg, const std::string& device_name, int sm_count, size_t memory)
+    : cfg_(cfg), sm_count_(sm_count), pool_(cfg.device_id) {
+  description_ = device_name + " (device " + std::to_string(cfg.device_id) + ", " + std::to_string(sm_count) +
+                 " SMs, " + std::to_string(memory >> 20) + " MiB)";
+}
+
+void CudaBackend::copy_to_host(void* dst, const void* src, uint64_t bytes, void* stream) {
+  // The pool's contexts do the same: calls may come from any host thread.
+  MNEMO_CUDA_CHECK(cudaSetDevice(cfg_.device_id));
+  const auto st = static_cast<cudaStream_t>(stream);
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {
+  if (storage != DType::f16) return true;
+  for (uint64_t i = 0; i < nq; ++i) {
+    float m = 0.0f;
+    for (uint64_t d = 0; d < dim; ++d) m = std::max(m, std::fabs(queries[i * dim + d]));
+    // Half the largest f16 (65504) keeps rounding from reaching infinity;
+    // 2^-10 keeps the largest entry at least 16 times above f16's smallest
+    // normal value.
+    if (m > 32768.0f || (m > 0.0f && m < 0x1p-10f)) return false;
+  }
+  return true;
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,38 @@
+// Device attributes the kernels' launch choices ask for on every search,
+// read from the driver once per device.
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "device/device_caps.h"
+
+namespace mnemo::cuda {
+
+namespace {
+
+// The attribute of the current device, cached in cache[device] (0: not yet
+// read; an attribute of 0 is read again each time, which none of these is).
+int cached_attribute(std::atomic<int> (&cache)[64], cudaDeviceAttr attr) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  int v = cache[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    if (cudaDeviceGetAttribute(&v, attr, dev) != cudaSuccess) return 0;
+    cache[dev].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+}  // namespace
+
+int device_major() {
+  static std::atomic<int> major[64];
+  return cached_attribute(major, cudaDevAttrComputeCapabilityMajor);
+}
+
+size_t device_smem_optin() {
+  static std::atomic<int> optin[64];
+  return static_cast<size_t>(cached_attribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin));
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,106 @@
+// The inner loop shared by the scan kernels: one warp reads one stored row
+// with 16-byte loads and accumulates, for up to QB queries held in shared
+// memory, either the dot product or the squared distance. After the call
+// every lane holds the full sums (xor-shuffle reduction).
+#pragma once
+
+#include "core/activation.h"
+#include "search/search_kernels.h"
+#include "device/vec_load.cuh"
+
+namespace mnemo::cuda {
+
+// NVEC: 16-byte vectors per row when known at compile time (0 = runtime).
+// R rows are read together so a warp keeps R rows of loads in flight.
+template <class T, bool L2, int NVEC, int QB, int R = 1>
+__device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld, int lane,
+                                         float (&acc)[R][QB]) {
+  constexpr int V = Vec16<T>::kElems;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int q = 0; q < QB; ++q) acc[r][q] = 0.0f;
+  const uint32_t nvec = static_cast<uint32_t>(ld / V);
+  auto body = [&](uint32_t idx) {
+    float x[R][V];
+#pragma unroll
+    for (int r = 0; r < R; ++r) Vec16<T>::load(rows[r] + static_cast<size_t>(idx) * 16, x[r]);
+#pragma unroll
+    for (int q = 0; q < QB; ++q) {
+      const float* qv = qs + q * ld + idx * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const float qe = qv[e];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (L2) {
+            const float d = x[r][e] - qe;
+            acc[r][q] = fmaf(d, d, acc[r][q]);
+          } else {
+            acc[r][q] = fmaf(x[r][e], qe, acc[r][q]);
+          }
+        }
+      }
+    }
+  };
+  if (NVEC > 0) {
+    constexpr int NV = (NVEC + 31) / 32;
+#pragma unroll
+    for (int v = 0; v < NV; ++v) {
+      const int idx = v * 32 + lane;
+      if (NVEC % 32 == 0 || idx < NVEC) body(idx);
+    }
+  } else {
+    for (uint32_t idx = lane; idx < nvec; idx += 32) body(idx);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int q = 0; q < QB; ++q)
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc[r][q] += __shfl_xor_sync(kFullMask, acc[r][q], off);
+}
+
+// What a scan needs to know of one slot, loaded before its row so the
+// loads overlap.
+struct SlotMeta {
+  bool live;
+  float norm, norm2;  // norm2: squared norm, for L2 by expansion
+  float bias;         // the bias, or with activation the memory terms (extra)
+};
+
+// Slot is searchable: live and allowed.
+__device__ __forceinline__ bool slot_live(const StoreRef& s, uint32_t slot) {
+  return s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
+}
+
+// ACT = false compiles the plain key alone (the fused scan's instances for
+// plain searches keep their registers); true reads s.act at run time.
+template <bool ACT = true>
+__device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
+  SlotMeta m;
+  m.live = slot_live(s, slot);
+  const float nrm = s.metric != KeyMetric::dot ? s.norms[slot] : 0.0f;
+  m.norm = nrm;
+  m.norm2 = nrm * nrm;
+  m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
+  // The CPU's activation_extra_of, with the same operations.
+  if (ACT && s.act)
+    m.bias =
+        activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], m.bias);
+  return m;
+}
+
+// The goodness key from a raw sum and the slot's preloaded metadata: the
+// relevance key (similarity, or -squared distance) plus the bias, or with
+// activation fmaf(w_rel, relevance, extra) as the CPU's key_of.
+template <bool ACT = true>
+__device__ __forceinline__ float key_of(const StoreRef& s, float sum, float qnorm, const SlotMeta& m) {
+  const bool act = ACT && s.act;
+  if (s.metric == KeyMetric::l2) return act ? fmaf(s.w_rel, -sum, m.bias) : -(sum - m.bias);
+  float v = sum;
+  if (s.metric == KeyMetric::cosine) v = (qnorm == 0.0f || m.norm == 0.0f) ? 0.0f : sum / (qnorm * m.norm);
+  return act ? fmaf(s.w_rel, v, m.bias) : v + m.bias;
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,52 @@
+// The fused scan's entry point: picks the instance set for the store's
+// dtype and metric (each built in its own translation unit, generated from
+// scan_topk_inst.cu.in) and sizes the grid.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "scan/scan_tail.cuh"
+#include "scan/scan_topk.h"
+
+namespace mnemo::cuda {
+
+unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
+  // Four blocks per SM fill the machine (five fit by registers); small
+  // stores still get at least two blocks per SM while each warp keeps four
+  // rows (two steps of two), since the last block's merge of the block
+  // lists is cheap (the bound filter drops most entries unread).
+  static const unsigned min_rows = [] {
+    const char* e = std::getenv("MNEMO_SCAN_MIN_ROWS");  // rows per warp at least (for measuring)
+    const int v = e ? std::atoi(e) : 0;
+    return v > 0 ? static_cast<unsigned>(v) : 4u;
+  }();
+  const unsigned want = sm_count * 4;
+  const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kScanWarps * min_rows);
+  return std::max(1u, std::min(want, by_rows));
+}
+
+unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                          Cand* cand, unsigned blocks_wanted, const ScanTail& tail, cudaStream_t st) {
+  const unsigned blocks = std::max(1u, blocks_wanted);
+  const bool l2 = s.metric == KeyMetric::l2;
+  switch (s.dtype) {
+    case DType::f16:
+      (l2 ? launch_scan_typed<__half, true> : launch_scan_typed<__half, false>)(s, queries, qnorms, nq, k, cand, blocks,
+                                                                                tail, st);
+      break;
+    case DType::bf16:
+      (l2 ? launch_scan_typed<__nv_bfloat16, true> : launch_scan_typed<__nv_bfloat16, false>)(s, queries, qnorms, nq, k,
+                                                                                              cand, blocks, tail, st);
+      break;
+    default:
+      (l2 ? launch_scan_typed<float, true> : launch_scan_typed<float, false>)(s, queries, qnorms, nq, k, cand, blocks,
+                                                                              tail, st);
+      break;
+  }
+  MNEMO_CUDA_LAUNCHED("scan_topk_kernel");
+  return blocks;
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,179 @@
+// The fused scan's kernel and its dispatch over row widths, query blocks and
+// list kinds, for one storage dtype and metric: included only by the
+// generated translation units scan_topk_<dtype>_<metric>.cu (scan_topk_inst.cu.in),
+// so its instances compile in parallel. scan_topk.cu holds the entry point.
+#pragma once
+
+#include <cstdlib>
+
+#include "scan/row_dot.cuh"
+#include "scan/scan_tail.cuh"
+#include "scan/scan_topk.h"
+
+namespace mnemo::cuda {
+
+namespace {
+
+constexpr int kWarps = kScanWarps;
+constexpr int kThreads = kScanThreads;
+
+struct ScanSmem {
+  // Shared-memory layout: queries [QB][ld] f32, then lists [warps][QB][k],
+  // then counts. The query area, free once the rows are scored, holds the
+  // last block's merge survivors (kRankMax entries at least).
+  __host__ __device__ static size_t query_bytes(int qb, uint64_t ld) {
+    const size_t q = qb * ld * 4, r = kRankMax * sizeof(Cand);
+    return ((q > r ? q : r) + 15) / 16 * 16;
+  }
+  static size_t bytes(int qb, uint64_t ld, uint32_t k) {
+    return query_bytes(qb, ld) + static_cast<size_t>(kWarps) * qb * k * sizeof(Cand) + kWarps * qb * sizeof(int);
+  }
+};
+
+inline bool env_flag(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::atoi(e) != 0;
+}
+
+// Asks L2 for the rows of the warp's next step while this step's loads are
+// in flight: more bytes outstanding per SM without more registers.
+__device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_t first, uint32_t stride, int rows,
+                                              uint32_t slots, size_t row_bytes, int lane) {
+  for (int r = 0; r < rows; ++r) {
+    const uint32_t x = first + r * stride;
+    if (x >= slots) break;
+    const unsigned char* p = base + x * row_bytes;
+    for (size_t off = static_cast<size_t>(lane) * 128; off < row_bytes; off += 32 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+  }
+}
+
+// ACT: activation keys (separate instances, so plain scans keep their
+// register budget and occupancy).
+template <class T, bool L2, int NVEC, int QB, class List, bool ACT>
+__global__ void __launch_bounds__(kThreads)
+    scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                     uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* qs = reinterpret_cast<float*>(smem);
+  const size_t q_bytes = ScanSmem::query_bytes(QB, s.ld);
+  Cand* lists = reinterpret_cast<Cand*>(smem + q_bytes);
+  int* counts = reinterpret_cast<int*>(lists + kWarps * QB * k);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // Query by query: no 64-bit division per element.
+#pragma unroll
+  for (int q = 0; q < QB; ++q)
+    for (uint32_t i = threadIdx.x; i < s.ld; i += kThreads)
+      qs[q * s.ld + i] = q < static_cast<int>(nq) ? queries[q * s.ld + i] : 0.0f;
+  __syncthreads();
+
+  List wl[QB];
+  float qn[QB];
+#pragma unroll
+  for (int q = 0; q < QB; ++q) {
+    wl[q] = make_list<List>(lists + (warp * QB + q) * k, k);
+    qn[q] = q < static_cast<int>(nq) ? qnorms[q] : 0.0f;
+  }
+  const size_t row_bytes = s.ld * sizeof(T);
+  const auto* base = static_cast<const unsigned char*>(s.vectors);
+  const uint32_t stride = gridDim.x * kWarps;
+  // R rows per step (rows past the end re-read the first and are not
+  // offered), slot metadata loaded ahead of the rows. Measured on the H200:
+  // two rows beat one; four were slower for f16 at 768, with shared-memory
+  // lists (0.69 vs 0.52 ms) and with register lists (0.68 vs 0.49 ms).
+  constexpr int R = 2;
+  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += R * stride) {
+    uint32_t slot[R];
+    SlotMeta m[R];
+    const unsigned char* rows[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t x = row + r * stride;
+      slot[r] = x < s.slots ? x : row;
+      m[r] = slot_meta<ACT>(s, slot[r]);
+      m[r].live = m[r].live && x < s.slots;
+      rows[r] = base + slot[r] * row_bytes;
+    }
+    if (tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, s.slots, row_bytes, lane);
+    float acc[R][QB];
+    row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (!m[r].live) continue;
+#pragma unroll
+      for (int q = 0; q < QB; ++q) {
+        if (q >= static_cast<int>(nq)) break;
+        const float key = key_of<ACT>(s, acc[r][q], qn[q], m[r]);
+        if (wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
+      }
+    }
+  }
+  finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane, reinterpret_cast<Cand*>(smem),
+                        static_cast<uint32_t>(q_bytes / sizeof(Cand)));
+}
+
+// Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
+template <class T, bool L2, int QB, bool ACT>
+void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                   unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
+  constexpr int V = Vec16<T>::kElems;
+  auto go = [&](auto kernel) {
+    if (smem > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "scan smem");
+    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail);
+  };
+  // Register lists up to 32 entries, shared-memory lists beyond.
+  auto by_k = [&](auto reg, auto shared) { k <= 32 ? go(reg) : go(shared); };
+  switch (s.ld) {
+    case 384:
+      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList, ACT>);
+      break;
+    case 512:
+      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList, ACT>);
+      break;
+    case 768:
+      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList, ACT>);
+      break;
+    case 1024:
+      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList, ACT>);
+      break;
+    case 1536:
+      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList, ACT>);
+      break;
+    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList, ACT>, scan_topk_kernel<T, L2, 0, QB, WarpList, ACT>); break;
+  }
+}
+
+template <class T, bool L2, bool ACT>
+void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                 unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  // MNEMO_SCAN_NO_QB2=1: two queries take the four-query instances (for
+  // measuring what the two-query instances are worth).
+  static const bool no_qb2 = env_flag("MNEMO_SCAN_NO_QB2");
+  const int qb = nq <= 1 ? 1 : (nq <= 2 && !no_qb2) ? 2 : 4;
+  const size_t smem = ScanSmem::bytes(qb, s.ld, k);
+  if (qb == 1)
+    dispatch_scan<T, L2, 1, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+  else if (qb == 2)
+    dispatch_scan<T, L2, 2, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+  else
+    dispatch_scan<T, L2, 4, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+}
+
+}  // namespace
+
+template <class T, bool L2>
+void launch_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                       unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  // MNEMO_SCAN_ACT_ONLY=1: plain searches take the activation instances,
+  // which read s.act at run time (for measuring what the plain ones are worth).
+  static const bool act_only = env_flag("MNEMO_SCAN_ACT_ONLY");
+  if (s.act || act_only)
+    dispatch_qb<T, L2, true>(s, q, qn, nq, k, cand, blocks, tail, st);
+  else
+    dispatch_qb<T, L2, false>(s, q, qn, nq, k, cand, blocks, tail, st);
+}
+
+}  // namespace mnemo::cuda

@@ -1,0 +1,189 @@
+// Host-side launchers of the search kernels. All work on one stream and
+// device pointers; "keys" are goodness values (similarity + bias, or
+// -(distance - bias), or activation keys), NaN for excluded slots.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "device/cuda_util.cuh"
+#include "select/warp_list.cuh"
+
+namespace mnemo {
+struct Activation;
+}  // namespace mnemo
+
+namespace mnemo::cuda {
+
+enum class KeyMetric : int { dot = 0, cosine = 1, l2 = 2 };
+
+// What every kernel needs to know about the resident store.
+struct StoreRef {
+  const void* vectors;
+  DType dtype;
+  uint64_t ld;  // padded row length in elements
+  uint32_t dim;
+  uint32_t slots;
+  const uint64_t* ids;
+  const float* norms;
+  const float* biases;
+  const uint64_t* allow;  // bitmap over slots or null
+  bool apply_bias;
+  KeyMetric metric;
+  bool all_live;  // no tombstones or filter to check (similarity matrices)
+  // Plain activation ranking (core/activation.h): key = w_rel * relevance +
+  // w_rec * recency + w_imp * importance (+ bias). times and importance are
+  // read only when act is set, so other searches move no extra bytes.
+  const double* times = nullptr;
+  const float* importance = nullptr;
+  bool act = false;
+  float w_rel = 1.0f, w_rec = 0.0f, w_imp = 0.0f;
+  double now = 0.0, inv_half_life = 0.0;
+};
+
+// Largest k kept in per-warp shared-memory lists.
+constexpr int kSmallKMax = 256;
+
+// The final step of a fused scan, done by its last block to finish: the
+// merge of every block's list into each query's k best, written either as
+// user ids and scores (out_ids set: rows of k_out columns, padded; L2 keys
+// negated) or as sorted candidate lists [nq][k] (lists). ticket and groups
+// ([4][k], k <= kSmallKMax: the maxima behind each query's bound) are zeroed
+// device words (ExecContext::counters), left zero again. ticket = null: no
+// merge, the caller merges cand itself.
+struct ScanTail {
+  unsigned* ticket = nullptr;
+  unsigned* groups = nullptr;
+  uint64_t* out_ids = nullptr;
+  float* out_scores = nullptr;
+  uint64_t k_out = 0;
+  bool negate = false;
+  Cand* lists = nullptr;
+  bool prefetch = false;  // L2 prefetch of each warp's next rows
+  // The bulk-copy scan's work counter: a zeroed device word, which the
+  // last block (with a ticket) leaves zero again.
+  unsigned* next_unit = nullptr;
+};
+
+// Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
+// f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k]
+// with blocks from scan_blocks(), then the tail's merge when it has a
+// ticket. Returns the number of blocks used.
+unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                          Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
+// Blocks the scan would use for this store (to size cand buffers).
+unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
+
+// The single-query scan fed by bulk copies (bulk_scan.cu): whether it
+// serves this search on the current device (sm_90 and later, one query, no
+// activation, a row length it is built for), its blocks, and its launch
+// with the same outputs as launch_scan_topk for one query (and, like it,
+// returning the blocks used).
+bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
+unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count);
+unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
+                          unsigned blocks, const ScanTail& tail, cudaStream_t st);
+
+// Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
+void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,
+                       unsigned sm_count, cudaStream_t st);
+
+// Turns GEMM dot products dots[q][j] (j < n, slots first..first+n) into keys
+// in place: cosine scaling, L2 by expansion, bias, exclusions.
+void launch_finish_keys(const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t first, uint32_t n, float* dots,
+                        cudaStream_t st);
+
+// Small-k selection over rows vals[q][0..n) (slot = first + j): final keys,
+// or GEMM dot products turned into keys on the fly when raw (then s and
+// qnorms are used). blocks_per_row blocks per row each write k candidates to
+// cand[q * cand_stride + cand_offset + b * k + j]. thr (optional, [nq],
+// start at 0) carries a lower bound on each query's k-th best key across
+// calls.
+void launch_select_rows(const float* vals, bool raw, const StoreRef& s, const float* qnorms, uint32_t nq, uint32_t n,
+                        uint32_t first, uint32_t k, unsigned blocks_per_row, Cand* cand, uint64_t cand_stride,
+                        uint64_t cand_offset, uint32_t* thr, cudaStream_t st);
+
+// Query batches in FAST mode with lists of at most kFusedMaxList entries:
+// a tensor-core GEMM whose epilogue selects (fused_gemm_topk.cu). queries
+// [nq x ld] in the storage dtype (f32 for f32 storage, then TF32), qnorms
+// [nq], terms [slots x 8 bytes] from launch_slot_terms (per call: they carry
+// the filter, bias and activation terms). Writes per-chunk lists cand[q][c][kc] for c < the returned chunk
+// count (at most `chunks`, from fused_gemm_chunks), each sorted best first
+// with approximate keys, for launch_merge and the exact re-score.
+constexpr int kFusedMaxList = 32;
+bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld);
+unsigned fused_gemm_chunks(uint32_t slots, uint32_t nq, unsigned sm_count);
+void launch_slot_terms(const StoreRef& s, void* terms, cudaStream_t st);
+unsigned launch_fused_gemm_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
+                                uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, cudaStream_t st);
+
+// Merges m candidates per query (cand[q * m ...]) into a sorted list of k:
+// out[q * k ...] (missing entries: key NaN, slot UINT32_MAX).
+void launch_merge(const Cand* cand, uint32_t nq, uint64_t m, uint32_t k, const uint64_t* ids, Cand* out,
+                  cudaStream_t st);
+
+// Large-k selection: for each query row keys[q][0..n) the best k entries,
+// sorted, into out[q * k ...]. temp: scratch from large_select_temp_bytes.
+size_t large_select_temp_bytes(uint32_t nq, uint32_t k);
+void launch_large_select(const float* keys, uint32_t nq, uint32_t n, uint32_t k, const uint64_t* ids, Cand* out,
+                         void* temp, size_t temp_bytes, cudaStream_t st);
+
+// Sorts nq lists of kc candidates (key descending, id ascending); temp from
+// large_select_temp_bytes(nq, kc).
+void sort_lists(Cand* lists, uint32_t nq, uint32_t kc, const uint64_t* ids, void* temp, size_t temp_bytes,
+                cudaStream_t st);
+
+// Recomputes exact keys for sorted candidate lists cand[q][0..kc) and
+// re-sorts them when kc <= kSmallKMax (FAST mode and GEMM-based L2);
+// longer lists are re-sorted by the caller with sort_lists.
+void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, Cand* cand, uint32_t kc,
+                    cudaStream_t st);
+
+// Writes the first k of each list (of kc) as user ids and scores into rows
+// of k_out >= k columns; columns [k, k_out) and empty entries are padding
+// (MNEMO_NO_ID, NaN).
+void launch_emit(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, uint64_t k_out, const uint64_t* ids,
+                 KeyMetric metric, uint64_t* out_ids, float* out_scores, cudaStream_t st);
+
+// L2 norms of n rows of dtype t with row length ld.
+void launch_stored_norms(const void* rows, DType t, uint64_t n, uint64_t ld, float* norms, cudaStream_t st);
+
+// Length of the per-query candidate lists a search keeps.
+uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore);
+
+struct ExecContext;
+// The device part of a search, queued on st: queries q [nq x ld] (zero
+// padded) and their norms qn already on the device; writes d_ids / d_scores
+// [nq x k_out] where k_out >= min(k, L), L = search_list_length(slots, k,
+// false) <= slots, the columns past min(k, L) padded.
+void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn, uint64_t nq,
+                   uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
+                   float* d_scores);
+
+// Normalised activation search (activation_search.cu), in place of
+// device_search when act.normalize is set: relevance keys of every slot per
+// query chunk in the workspace, the candidates' ranges, min-max scaled keys,
+// selection. With act.ranges_out it writes each query's ranges there (host
+// memory, [nq]) and no results. s carries the store, filter, bias flag,
+// times and importance (its plain-activation fields unused); outputs as for
+// device_search.
+void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const Activation& act,
+                              const float* q, const float* qn, uint64_t nq, uint64_t k, uint64_t k_out,
+                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
+
+// Query index (into result[0], UINT64_MAX kept when none) of the first of nq
+// rows [dim] whose largest magnitude does not fit FAST f16 arithmetic (see
+// fast_queries_fit).
+void launch_find_f16_misfit(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result, cudaStream_t st);
+
+// x[i] = -x[i] for i < n.
+void launch_negate(float* x, uint64_t n, cudaStream_t st);
+
+// Query norms (f32) and conversions.
+void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st);
+void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_t st);
+void launch_widen_rows(const void* src, DType t, uint64_t rows, uint64_t ld, float* dst, cudaStream_t st);
+
+}  // namespace mnemo::cuda
