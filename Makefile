@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build bench clean format fuzz fuzz-build
 
 all: build
 
@@ -67,7 +67,20 @@ MNEMO_WHEEL_CUDA ?= OFF
 test-wheel:
 	MNEMO_WHEEL_CUDA=$(MNEMO_WHEEL_CUDA) bash scripts/wheel-test.sh
 
-test: test-cpp test-asan test-tsan test-rust test-install test-wheel
+# The CUDA module for one architecture (sm_90), where nvcc is installed, so
+# that a compile error in the kernels fails here even on a machine without a
+# GPU (whose own build leaves the module out). Its tests run on a GPU machine
+# (scripts/device-test.sh).
+CUDA_CHECK ?= build-cuda
+CUDA_CHECK_ARCHS ?= 90-real
+test-cuda-build:
+	@if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then \
+	  [ -f $(CUDA_CHECK)/CMakeCache.txt ] || cmake -S . -B $(CUDA_CHECK) -DCMAKE_BUILD_TYPE=Release \
+	    -DMNEMO_BUILD_TESTS=OFF -DMNEMO_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$(CUDA_CHECK_ARCHS)"; \
+	  cmake --build $(CUDA_CHECK) -j$(JOBS) --target mnemo_cuda; \
+	else echo "test-cuda-build: no nvcc, the CUDA module is not compiled"; fi
+
+test: test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
@@ -102,4 +115,4 @@ format:
 	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN) $(BENCH)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(BENCH) $(CUDA_CHECK)
