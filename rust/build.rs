@@ -4,8 +4,12 @@
 //!   folder or an install prefix); `MNEMO_INCLUDE_DIR` optionally names the
 //!   folder holding `mnemo.h` (default: the bundled `cabi/include`).
 //! * Otherwise: configure and build the bundled C++/CUDA sources with CMake
-//!   into `OUT_DIR`. `MNEMO_CUDA` (AUTO, ON, OFF; default AUTO) is passed on,
-//!   so the CUDA module is built whenever nvcc is present.
+//!   into `OUT_DIR`, in a build folder of its own per source tree (a packaged
+//!   copy of the crate never reuses the checkout's CMake cache). The CPU
+//!   library alone by default; the `cuda` feature builds the CUDA module too
+//!   (MNEMO_CUDA=ON), for the architectures in `MNEMO_CUDA_ARCHS` (a CMake
+//!   list such as `90-real`, or `native`) or else the full list. `MNEMO_CUDA`
+//!   (AUTO, ON, OFF), when set, overrides the feature.
 //!
 //! Either way the library folder is put in the rpath of this crate's tests,
 //! examples and binaries, so they find libmnemo.so and the CUDA module next to
@@ -20,7 +24,13 @@ use std::process::{Command, Stdio};
 const LOG_TAIL_LINES: usize = 40;
 
 fn main() {
-    for var in ["MNEMO_LIB_DIR", "MNEMO_INCLUDE_DIR", "MNEMO_CUDA", "CXX"] {
+    for var in [
+        "MNEMO_LIB_DIR",
+        "MNEMO_INCLUDE_DIR",
+        "MNEMO_CUDA",
+        "MNEMO_CUDA_ARCHS",
+        "CXX",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
@@ -116,8 +126,12 @@ fn build_bundled(root: &Path) -> (PathBuf, PathBuf) {
     require_tool("a C++ compiler", &cxx_candidates(), "g++");
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
-    let build = out.join("cmake-build");
-    let cuda = env::var("MNEMO_CUDA").unwrap_or_else(|_| "AUTO".to_string());
+    let build = out.join(format!("cmake-build-{:016x}", source_key(root)));
+    let feature = env::var_os("CARGO_FEATURE_CUDA").is_some();
+    let cuda = env::var("MNEMO_CUDA")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| if feature { "ON" } else { "OFF" }.to_string());
 
     let mut configure = Command::new("cmake");
     configure
@@ -130,6 +144,11 @@ fn build_bundled(root: &Path) -> (PathBuf, PathBuf) {
         .arg("-DMNEMO_BUILD_TESTS=OFF")
         .arg("-DMNEMO_BUILD_BENCH=OFF")
         .arg("-DMNEMO_BUILD_FUZZ=OFF");
+    if let Some(archs) = env::var_os("MNEMO_CUDA_ARCHS").filter(|a| !a.is_empty()) {
+        let mut arg = OsString::from("-DCMAKE_CUDA_ARCHITECTURES=");
+        arg.push(archs);
+        configure.arg(arg);
+    }
     run_logged(configure, "configure", &build);
 
     // Only the library and, when configured, the CUDA module: the demo and
@@ -167,6 +186,19 @@ fn build_bundled(root: &Path) -> (PathBuf, PathBuf) {
         )
     });
     (lib_dir, build)
+}
+
+/// A key for the source tree: CMake refuses a build folder configured for
+/// another source folder, and `cargo package` builds a copy of the sources
+/// with the same OUT_DIR as the checkout.
+fn source_key(root: &Path) -> u64 {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    root.canonicalize()
+        .unwrap_or_else(|_| root.to_path_buf())
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 fn lib_file_name() -> &'static str {
