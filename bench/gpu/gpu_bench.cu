@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench_util.cuh"
-#include "cuda_backend.h"
-#include "exec_context.h"
+#include "device/cuda_backend.h"
+#include "device/exec_context.h"
 #include "mnemo.h"
-#include "search_kernels.h"
+#include "search/search_kernels.h"
 
 using namespace mnemo;
 using namespace mnemo::cuda;
@@ -303,11 +303,19 @@ int main(int argc, char** argv) {
                  KeyMetric::cosine, sms);
     bench_search(ctx, f, "recall 100q x 1M x 768 f32 k=1024", DType::f32, 1000000, 768, 100, 1024, true,
                  KeyMetric::cosine, sms);
+    bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
+                 sms);
     if (std::getenv("MNEMO_BENCH_ONLY")) {
       // Shapes outside the table, for measuring a path on its own (run only
       // when a filter names them).
       bench_search(ctx, f, "extra 1q x 1M x 768 f16 dot k=10", DType::f16, 1000000, 768, 1, 10, false, KeyMetric::dot,
                    sms);
+      bench_search(ctx, f, "extra 2q x 1M x 768 f32 EXACT k=10", DType::f32, 1000000, 768, 2, 10, false,
+                   KeyMetric::cosine, sms);
+      bench_search(ctx, f, "extra 4q x 1M x 768 f32 EXACT k=10", DType::f32, 1000000, 768, 4, 10, false,
+                   KeyMetric::cosine, sms);
+      bench_search(ctx, f, "extra 1q x 1M x 768 f32 EXACT k=100", DType::f32, 1000000, 768, 1, 100, false,
+                   KeyMetric::cosine, sms);
       bench_search(ctx, f, "extra 100q x 1M x 768 f16 k=10", DType::f16, 1000000, 768, 100, 10, true, KeyMetric::cosine,
                    sms);
       bench_search(ctx, f, "extra 300q x 1M x 768 f32 k=10", DType::f32, 1000000, 768, 300, 10, true, KeyMetric::cosine,
@@ -325,8 +333,6 @@ int main(int argc, char** argv) {
     }
     bench_host_call(f);
     bench_break_even();
-    bench_search(ctx, f, "recall 1q x 1M x 768 f32 l2 k=10", DType::f32, 1000000, 768, 1, 10, false, KeyMetric::l2,
-                 sms);
     bench_ops(ctx, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
