@@ -1,0 +1,146 @@
+"""What a Python call of Store.search costs over the C call it makes, on a CPU
+runtime: one query on a tiny store (the fixed cost) and a batch (where it
+should vanish). Prints medians per call, in microseconds.
+
+Each variant runs `--calls` times per round, rounds interleave the variants
+(so a busy machine slows them alike), and the figure is the median over the
+rounds of each round's median. Rows:
+  C call timed in C++            mnemo_store_search in a C++ loop (no Python)
+  C call via the extension       mnemo._mnemo_ext.search_host_ptr (pointers)
+  C call via ctypes              lib.mnemo_store_search (pointers, argtypes set)
+  Store.search(numpy)            new result arrays
+  Store.search(numpy, out=...)   out_ids / out_scores given
+  Store.search(list)             the converting path (a Python list query)
+
+    MNEMO_LIBRARY=build/lib/libmnemo.so.1 PYTHONPATH=python \\
+        python3 bench/python/call_overhead.py [--threads 1] [--json FILE]
+
+--profile runs cProfile over Store.search calls instead and prints where the
+Python time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List
+
+import numpy as np
+
+import mnemo
+from mnemo import _native
+from mnemo._lib import lib
+
+
+def round_median_us(fn: Callable[[], object], calls: int) -> float:
+    clock = time.perf_counter_ns
+    times = []
+    for _ in range(calls):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return statistics.median(times) / 1000.0
+
+
+def measure(variants: Dict[str, Callable[[], object]], c_timer: Callable[[int], List[float]],
+            rounds: int, calls: int) -> Dict[str, float]:
+    per: Dict[str, List[float]] = {name: [] for name in ["C call timed in C++", *variants]}
+    for fn in variants.values():  # warm-up
+        for _ in range(200):
+            fn()
+    for _ in range(rounds):
+        per["C call timed in C++"].append(statistics.median(c_timer(calls)) / 1000.0)
+        for name, fn in variants.items():
+            per[name].append(round_median_us(fn, calls))
+    return {name: statistics.median(v) for name, v in per.items()}
+
+
+def case(rt: mnemo.Runtime, rows: int, dim: int, nq: int, k: int, rounds: int,
+         calls: int) -> Dict[str, float]:
+    rng = np.random.default_rng(5)
+    store = mnemo.Store(rt, dim, "f32", "dot")
+    store.add(np.arange(rows), rng.standard_normal((rows, dim), dtype=np.float32))
+    shape = (k,) if nq == 1 else (nq, k)
+    q = mnemo.aligned_array(rng.standard_normal(shape[:-1] + (dim,), dtype=np.float32))
+    ids = mnemo.aligned_empty(shape, np.uint64)
+    scores = mnemo.aligned_empty(shape, np.float32)
+    q_list = q.tolist()
+    h, qp, ip, sp = store.handle, q.ctypes.data, ids.ctypes.data, scores.ctypes.data
+    ext = _native.ext
+    variants: Dict[str, Callable[[], object]] = {
+        "C call via the extension": lambda: ext.search_host_ptr(h, qp, nq, k, None, ip, sp),
+        "C call via ctypes": lambda: lib.mnemo_store_search(h, qp, nq, k, None, ip, sp),
+        "Store.search(numpy)": lambda: store.search(q, k),
+        "Store.search(numpy, out=...)": lambda: store.search(q, k, out_ids=ids, out_scores=scores),
+        "Store.search(list)": lambda: store.search(q_list, k),
+    }
+    c_timer = lambda n: ext.time_search_host(h, qp, nq, k, ip, sp, n)  # noqa: E731
+    got = measure(variants, c_timer, rounds, calls)
+    store.close()
+    return got
+
+
+def profile(rt: mnemo.Runtime, calls: int) -> None:
+    store = mnemo.Store(rt, 16, "f32", "dot")
+    store.add(np.arange(8), np.random.default_rng(5).standard_normal((8, 16), dtype=np.float32))
+    q = mnemo.aligned_array(np.ones(16, np.float32))
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        store.search(q, 4)
+    for _ in range(calls // 10):
+        store.search(q.tolist(), 4)  # the converting path, for comparison
+    prof.disable()
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(15)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=0, help="CPU runtime threads (0: all cores)")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--json", help="also write the rows as JSON lines here")
+    ap.add_argument("--profile", action="store_true", help="cProfile of Store.search instead")
+    args = ap.parse_args()
+    rt = mnemo.Runtime(backend="cpu", threads=args.threads)
+    if args.profile:
+        profile(rt, args.calls * 10)
+        return 0
+    print(f"mnemo {mnemo.version()}, CPU runtime threads={args.threads}, Python "
+          f"{sys.version.split()[0]}, numpy {np.__version__}; median us per call "
+          f"(median of {args.rounds} rounds x {args.calls} calls)")
+    rows = []
+    for label, rows_, dim, nq, k, calls in [
+            ("1 query, 8 x 16 store, k=4", 8, 16, 1, 4, args.calls),
+            ("100 queries, 20000 x 128 store, k=10", 20000, 128, 100, 10, max(args.calls // 100, 5))]:
+        got = case(rt, rows_, dim, nq, k, args.rounds, calls)
+        c = got["C call timed in C++"]
+        print(f"\n{label}")
+        for name, us in got.items():
+            extra = "" if name.startswith("C call timed") else \
+                f"  +{us - c:8.2f} us over the C call ({100 * (us - c) / c:6.2f} %)"
+            print(f"  {name:32s} {us:10.2f} us{extra}")
+            rows.append({"case": label, "row": name, "median_us": round(us, 3),
+                         "over_c_us": round(us - c, 3)})
+    one = {r["row"]: r["over_c_us"] for r in rows if r["case"].startswith("1 query")}
+    batch = [r for r in rows if r["case"].startswith("100") and r["row"] == "Store.search(numpy)"][0]
+    c_batch = [r for r in rows if r["case"].startswith("100")][0]["median_us"]
+    print(f"\nissue 30 targets: Store.search(numpy) over the C call, 1 query: "
+          f"{one['Store.search(numpy)']:.2f} us (target <= 3 us: "
+          f"{'met' if one['Store.search(numpy)'] <= 3 else 'missed'}); batch: "
+          f"{100 * batch['over_c_us'] / c_batch:.3f} % (target < 1 %: "
+          f"{'met' if batch['over_c_us'] < 0.01 * c_batch else 'missed'})")
+    if args.json:
+        with open(args.json, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
