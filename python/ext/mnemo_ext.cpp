@@ -152,10 +152,8 @@ std::string hex(const void* p) {
 
 std::string shape_text(const Py_buffer& v) {
   std::string s = "(";
-  for (int i = 0; i < v.ndim; ++i) s += std::to_string(v.shape[i]) + (v.ndim == 1 || i + 1 < v.ndim ? "," : "");
-  if (v.ndim >= 1) s.pop_back();
-  if (v.ndim == 1) s += ",";
-  return s + ")";
+  for (int i = 0; i < v.ndim; ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]);
+  return s + (v.ndim == 1 ? ",)" : ")");
 }
 
 std::string shape_text(int ndim, uint64_t rows, uint64_t k) {
