@@ -394,3 +394,145 @@ def test_device_nan_query(torch_cuda, cuda_store) -> None:
         torch.cuda.synchronize()
     assert exc.value.status == Status.E_NON_FINITE
     _device_untouched(torch, ids, scores)
+
+
+# The torch fast path's logic, without torch or a GPU: a stand-in "torch"
+# whose tensors are host arrays that say they are on CUDA device 0, a runtime
+# that reports the CUDA backend, and search_device running the host call.
+
+class _FakeDtype:
+    def __init__(self, name: str, np_dtype: Any) -> None:
+        self.name, self.np = name, np.dtype(np_dtype)
+
+
+class _FakeTorch:
+    float32 = _FakeDtype("float32", np.float32)
+    float64 = _FakeDtype("float64", np.float64)
+    int64 = _FakeDtype("int64", np.int64)
+
+    def __init__(self) -> None:
+        torch = self
+
+        class Tensor:
+            def __init__(self, a: np.ndarray, dtype: _FakeDtype) -> None:
+                self.a, self.dtype, self.is_cuda = a, dtype, True
+
+            def get_device(self) -> int:
+                return 0
+
+            def dim(self) -> int:
+                return self.a.ndim
+
+            def size(self, i: int) -> int:
+                return self.a.shape[i]
+
+            @property
+            def shape(self) -> tuple:
+                return self.a.shape
+
+            def data_ptr(self) -> int:
+                return self.a.ctypes.data
+
+            def is_contiguous(self) -> bool:
+                return self.a.flags.c_contiguous
+
+            def new_empty(self, shape: tuple, dtype: Any = None) -> "Tensor":
+                dt = dtype or self.dtype
+                return Tensor(mnemo.aligned_empty(shape, dt.np), dt)
+
+        Tensor.__module__ = "torch"
+        self.Tensor = Tensor
+        self.streams: list = []
+
+        def raw_stream(device: int) -> int:
+            torch.streams.append(device)
+            return 0x5100 + device
+        self._C = type("C", (), {"_cuda_getCurrentRawStream": staticmethod(raw_stream)})
+
+    def tensor(self, a: np.ndarray) -> Any:
+        dt = {np.dtype(np.float32): self.float32, np.dtype(np.float64): self.float64,
+              np.dtype(np.int64): self.int64}[a.dtype]
+        return self.Tensor(a, dt)
+
+
+class _CudaRuntime:
+    def __init__(self, rt: Any) -> None:
+        self.handle = rt.handle
+        import weakref
+        self._stores: Any = weakref.WeakSet()
+
+    def active_backend(self) -> tuple:
+        return (int(mnemo.Backend.CUDA), 0)
+
+
+class _DeviceExt:
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def search_device(self, *args: Any) -> None:
+        self.calls.append(args)
+        ext.search_host_ptr(*args[:-1])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(ext, name)
+
+
+def test_torch_fast_path_logic(cpu_rt, rng, monkeypatch) -> None:
+    import sys
+    torch = _FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    dev_ext = _DeviceExt()
+    monkeypatch.setattr(mnemo.store, "_ext", dev_ext)
+    monkeypatch.setattr(mnemo.store, "_torch_raw_stream", None)
+    store = mnemo.Store(_CudaRuntime(cpu_rt), 12, "f32", "dot")
+    store.add(np.arange(20), ref.randn(rng, (20, 12)))
+    q = ref.randn(rng, (3, 12))
+    want_ids, want_scores = store.search(q, 4)
+    fast = mnemo.store._fast_path_for(torch.Tensor)
+    assert fast is mnemo.store._search_torch
+
+    qt = torch.tensor(q)
+    ids, scores = fast(store, store.handle, qt, 4, None, None)
+    (h, qp, nq, k, opts, ip, sp, stream), = dev_ext.calls
+    assert (h, qp, nq, k, opts, stream) == (store.handle, q.ctypes.data, 3, 4, None, 0x5100)
+    assert (ip, sp) == (ids.data_ptr(), scores.data_ptr())
+    assert ids.dtype is torch.int64 and scores.dtype is torch.float32
+    assert np.array_equal(ids.a.view(np.uint64), want_ids) and np.array_equal(scores.a, want_scores)
+    one, _ = fast(store, store.handle, torch.tensor(q[1].copy()), 4, None, None)
+    assert one.shape == (4,) and np.array_equal(one.a.view(np.uint64), want_ids[1])
+
+    # Given outputs: checked once, then taken while the same ones come back.
+    out_ids = torch.tensor(mnemo.aligned_zeros((3, 4), np.int64))
+    out_scores = torch.tensor(mnemo.aligned_zeros((3, 4), np.float32))
+    for _ in range(2):
+        got = fast(store, store.handle, qt, 4, out_ids, out_scores)
+        assert got[0] is out_ids and got[1] is out_scores
+    assert store._torch_outs[0] is out_ids
+    assert np.array_equal(out_ids.a.view(np.uint64), want_ids)
+
+    # Declined, with nothing called: the general path decides.
+    n = len(dev_ext.calls)
+    declined = [
+        (torch.tensor(q.astype(np.float64)), 4, None, None),          # dtype
+        (torch.tensor(ref.randn(rng, (3, 11))), 4, None, None),       # dimension
+        (torch.tensor(ref.randn(rng, (3, 24))[:, ::2]), 4, None, None),  # strided
+        (qt, -1, None, None), (qt, True, None, None), (qt, 2**64, None, None),  # k
+        (qt, 4, out_ids, None),                                         # one output only
+        (qt, 4, torch.tensor(mnemo.aligned_zeros((3, 5), np.int64)), out_scores),  # shape
+        (qt, 4, torch.tensor(mnemo.aligned_zeros((3, 4), np.float32)), out_scores),  # dtype
+        (torch.tensor(mnemo.aligned_zeros((0, 12), np.float32)), 4, None, None),  # no query
+    ]
+    for args in declined:
+        assert fast(store, store.handle, *args) is None
+    assert len(dev_ext.calls) == n
+    host = qt.a
+    qt.is_cuda = False
+    assert fast(store, store.handle, qt, 4, None, None) is None
+    qt.a = host
+
+
+def test_fast_path_table_ignores_other_types() -> None:
+    class Other:
+        pass
+    assert mnemo.store._fast_path_for(Other) is None
+    assert mnemo.store._FAST_PATHS[Other] is None
