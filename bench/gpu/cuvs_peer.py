@@ -94,7 +94,11 @@ def _median_ms(fn: Any, reps: int = 50, warm: int = 10) -> float:
 
 
 def main(path: str) -> int:
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("cuvs_peer: torch is not installed", file=sys.stderr)
+        return 77
     bf, why = load()
     if bf is None:
         print(why, file=sys.stderr)
