@@ -5,7 +5,7 @@
 # the plot).
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libgtest-dev libxxhash-dev libomp-dev
-      python3 python3-numpy python3-pytest bindgen clang-14 libclang-rt-14-dev binutils
+      python3 python3-dev python3-pip python3-numpy python3-pytest bindgen clang-14 libclang-rt-14-dev binutils
       libhwy-dev libopenblas-dev)
 if [ "${1:-}" = bench ]; then
   pkgs+=(libfaiss-dev python3-matplotlib)

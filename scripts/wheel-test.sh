@@ -39,6 +39,10 @@ import os
 import mnemo
 # The library inside the package, found with no MNEMO_* variable.
 assert os.path.dirname(mnemo.library_path()) == os.path.dirname(mnemo.__file__), mnemo.library_path()
+# The compiled extension beside it, linked with that library.
+from mnemo import _native
+assert _native.AVAILABLE, _native.MISSING
+assert os.path.dirname(_native.ext.__file__) == os.path.dirname(mnemo.__file__), _native.ext.__file__
 store = mnemo.Store(mnemo.Runtime(backend="cpu"), 3, metric="dot")
 store.add([7, 9], [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]])
 ids, scores = store.search([0.0, 1.0, 0.0], 1)

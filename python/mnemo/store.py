@@ -8,20 +8,25 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _cdefs
+from . import _cdefs, _native
 from ._lib import check, lib
 from ._owned import OwnedHandle
-from .arrays import (INDICES, aligned_empty, aligned_zeros, check_shape, check_u64,
+from .arrays import (ALIGNMENT, INDICES, aligned_empty, aligned_zeros, check_shape, check_u64,
                      host_input, mnemo_dtype, output)
 from .arrays import ptr as host_ptr
-from .enums import DType, FilterKind, Metric, Status, parse_enum
+from .enums import Backend, DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoError, MnemoTypeError, MnemoValueError
 from .tensors import Placement, ptr
+
+# The compiled search calls (mnemo._mnemo_ext), or a stand-in that raises
+# LibraryLoadError when the extension is missing.
+_ext = _native.ext
 
 Runtime = Any  # a mnemo.Runtime (not imported: runtime.py imports this module)
 
@@ -219,6 +224,10 @@ class Store(OwnedHandle):
         self._pid = os.getpid()
         runtime._stores.add(self)
         self._shape = self._read_shape()
+        self._dim = self._shape.dim
+        # The last out_ids / out_scores checked by the torch fast path, with
+        # their pointers and shape (_search_torch).
+        self._torch_outs: Optional[tuple] = None
 
     @classmethod
     def open(cls, runtime: "Runtime", path: PathLike) -> "Store":
@@ -524,6 +533,34 @@ class Store(OwnedHandle):
             best first, ties broken by the smaller id. ids are uint64 numpy
             or CuPy arrays, int64 torch tensors (NO_ID reads as -1).
         """
+        handle = self._handle
+        if (handle is not None and filter_ids is None and filter_bitmap is None
+                and activation is None and not apply_bias and now is None and not touch):
+            kind = type(queries)
+            if kind is np.ndarray:
+                # Host arrays that are right as they are: checks, results and
+                # the call in the extension (None: something needs converting).
+                found = _ext.search_host(handle, queries, k, None, self._dim, out_ids,
+                                         out_scores, False)
+                if found is not None:
+                    return found
+            else:
+                fast = _FAST_PATHS.get(kind, _unknown)
+                if fast is _unknown:
+                    fast = _fast_path_for(kind)
+                if fast is not None:
+                    found = fast(self, handle, queries, k, out_ids, out_scores)
+                    if found is not None:
+                        return found
+        return self._search(queries, k, filter_ids, filter_bitmap, filter_count, apply_bias,
+                            activation, now, touch, out_ids, out_scores, copy)
+
+    def _search(self, queries: Any, k: Any, filter_ids: Any, filter_bitmap: Any,
+                filter_count: Optional[int], apply_bias: bool,
+                activation: Union[Activation, bool, None], now: Optional[float], touch: bool,
+                out_ids: Any, out_scores: Any, copy: Optional[bool]) -> Tuple[Any, Any]:
+        """search() for every argument: conversions, filters, options, CUDA
+        tensors of any producer, the host fallback of an AUTO runtime."""
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.apply_bias = 1 if apply_bias else 0
@@ -555,15 +592,13 @@ class Store(OwnedHandle):
             ids = where.output(out_ids, "out_ids", shape, np.uint64)
             scores = where.output(out_scores, "out_scores", shape, np.float32)
             if not where.on_device:
-                check(lib.mnemo_store_search(self.handle, ptr(q), nq, k, ctypes.byref(opts),
-                                             ptr(ids), ptr(scores)))
+                _ext.search_host(self.handle, q, k, opts, self.dim, ids, scores, True)
                 break
             if nq == 0:
                 break
             try:
-                check(lib.mnemo_store_search_device(self.handle, ptr(q), nq, k,
-                                                    ctypes.byref(opts), ptr(ids), ptr(scores),
-                                                    where.stream))
+                _ext.search_device(self.handle, ptr(q), nq, k, opts, ptr(ids), ptr(scores),
+                                   where.stream)
                 break
             except MnemoError as exc:
                 # An AUTO runtime may hold a small store in host memory.
@@ -584,3 +619,96 @@ class Store(OwnedHandle):
         # The library reads ceil(n / 64) words; fewer would be read past the end.
         check_shape(words, "filter_bitmap", ((n + 63) // 64,))
         return words, n
+
+
+# Fast paths of Store.search by query type, beside numpy's (which the
+# extension takes whole): found once per type, None for types without one.
+_FAST_PATHS: Dict[type, Optional[Callable[..., Optional[Tuple[Any, Any]]]]] = {}
+_unknown: Any = object()
+
+
+def _fast_path_for(kind: type) -> Optional[Callable[..., Optional[Tuple[Any, Any]]]]:
+    fast = None
+    if kind.__module__.split(".")[0] == "torch":
+        torch = sys.modules.get("torch")
+        # Subclasses (nn.Parameter, ...) take the general path.
+        if torch is not None and kind is getattr(torch, "Tensor", None):
+            fast = _search_torch
+    if len(_FAST_PATHS) < 256:
+        _FAST_PATHS[kind] = fast
+    return fast
+
+
+_torch_raw_stream: Any = None
+
+
+def _torch_stream(torch: Any, device: int) -> int:
+    """torch's current stream on `device` as a cudaStream_t int, without
+    making a torch.cuda.Stream object where torch has the raw getter."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (
+            lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return int(_torch_raw_stream(device))
+
+
+def _torch_out_ok(torch: Any, out: Any, dtypes: Tuple[Any, ...], shape: Tuple[int, ...],
+                  device: int, pointer: int) -> bool:
+    return (type(out) is torch.Tensor and out.is_cuda and out.get_device() == device
+            and out.dtype in dtypes and out.is_contiguous() and pointer % ALIGNMENT == 0
+            and tuple(out.shape) == shape)
+
+
+def _search_torch(store: Store, handle: int, q: Any, k: Any, out_ids: Any,
+                  out_scores: Any) -> Optional[Tuple[Any, Any]]:
+    """Store.search for a torch CUDA tensor with the default options: a
+    float32, C-contiguous, 16-byte aligned query [nq, dim] or [dim] on the
+    GPU of a CUDA runtime. Reads torch's pointer, shape, dtype and current
+    stream directly (no __cuda_array_interface__ dict), allocates results
+    with q.new_empty (or takes out_ids and out_scores, whose checks are
+    skipped while the same tensors come back with the same pointers), and
+    queues mnemo_store_search_device on torch's current stream. Returns
+    None, having called nothing, for anything else: Store._search then
+    converts, copies or refuses as documented."""
+    torch = sys.modules["torch"]
+    if not q.is_cuda or q.dtype is not torch.float32 or type(k) is not int or not 0 <= k < 2**64:
+        return None
+    device = q.get_device()
+    if store._runtime.active_backend() != (Backend.CUDA, device):
+        return None
+    ndim = q.dim()
+    if ndim == 1:
+        nq, shape = 1, (k,)
+    elif ndim == 2:
+        nq = q.size(0)
+        shape = (nq, k)
+    else:
+        return None
+    qp = q.data_ptr()
+    if nq == 0 or q.size(-1) != store._dim or qp % ALIGNMENT or not q.is_contiguous():
+        return None
+    if out_ids is None and out_scores is None:
+        ids = q.new_empty(shape, dtype=torch.int64)
+        scores = q.new_empty(shape)
+        ip, sp = ids.data_ptr(), scores.data_ptr()
+    elif out_ids is None or out_scores is None:
+        return None
+    else:
+        ids, scores = out_ids, out_scores
+        ip, sp = ids.data_ptr(), scores.data_ptr()
+        seen = store._torch_outs
+        if seen is None or seen[0] is not ids or seen[1] is not scores or seen[2] != (ip, sp, shape):
+            id_types = (torch.int64, getattr(torch, "uint64", torch.int64))
+            if not (_torch_out_ok(torch, ids, id_types, shape, device, ip)
+                    and _torch_out_ok(torch, scores, (torch.float32,), shape, device, sp)):
+                return None
+            store._torch_outs = (ids, scores, (ip, sp, shape))
+    try:
+        _ext.search_device(handle, qp, nq, k, None, ip, sp, _torch_stream(torch, device))
+    except MnemoError as exc:
+        # An AUTO runtime may hold a small store in host memory.
+        if exc.status == Status.E_BACKEND_UNAVAILABLE:
+            return None
+        raise
+    return ids, scores

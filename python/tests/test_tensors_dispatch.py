@@ -97,6 +97,23 @@ class DeviceLib:
         return call
 
 
+class DeviceExt:
+    """The compiled extension, with search_device running the host call on
+    the same pointers (recorded under the C function's name)."""
+
+    def __init__(self, ext: Any, calls: Dict[str, List[tuple]]) -> None:
+        self._ext = ext
+        self.calls = calls
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "search_device":
+            def device(*args: Any) -> Any:
+                self.calls.setdefault("mnemo_store_search_device", []).append(args)
+                return self._ext.search_host_ptr(*args[:-1])
+            return device
+        return getattr(self._ext, name)
+
+
 class CudaRuntime:
     """A CPU runtime that says it is CUDA device 0."""
 
@@ -114,6 +131,7 @@ def dev(monkeypatch: pytest.MonkeyPatch, cpu_rt) -> Any:
     lib = DeviceLib(mnemo.ops.lib)
     monkeypatch.setattr(mnemo.ops, "lib", lib)
     monkeypatch.setattr(mnemo.store, "lib", lib)
+    monkeypatch.setattr(mnemo.store, "_ext", DeviceExt(mnemo.store._ext, lib.calls))
     return types.SimpleNamespace(lib=lib, rt=CudaRuntime(cpu_rt))
 
 
@@ -183,7 +201,7 @@ def test_activation_options_reach_the_device_search(dev, cpu_rt, rng) -> None:
                            normalize=True)
     want_ids, want_scores = store.search(q, 7, activation=act, now=1e4)
     ids, scores = store.search(FakeArray(q), 7, activation=act, now=1e4, touch=True)
-    opts = dev.lib.calls["mnemo_store_search_device"][-1][4]._obj
+    opts = dev.lib.calls["mnemo_store_search_device"][-1][4]
     assert (opts.activation, opts.normalize, opts.touch) == (1, 1, 1)
     assert (opts.w_relevance, opts.w_recency, opts.w_importance) == (0.5, 2.0, 0.25)
     assert (opts.half_life, opts.now) == (900.0, 1e4)

@@ -1,0 +1,343 @@
+"""Recall as users call it (issue 30): mnemo's Store.search from Python beside
+cuVS brute_force (bench/gpu/cuvs_peer.py) and torch (matmul + topk), in one
+process on one GPU, on the same unit-row data resident on the device. Each
+figure is the median wall clock per call including a device sync
+(torch.cuda.synchronize()), after warm-up. mnemo's kernel time is taken with
+CUDA events around the same call, with the GPU kept busy ahead of it
+(torch.cuda._sleep) so that the events time the GPU work, not the launch.
+
+    MNEMO_LIBRARY=.../libmnemo.so.1 MNEMO_BACKEND_DIR=.../lib PYTHONPATH=python \\
+        python3 bench/gpu/user_bench.py [--out user_bench.jsonl] [--quick] [--profile]
+
+Rows (all 768 dimensions, one query):
+  1q x 1k f32 k=10      mnemo's fixed cost: wall clock minus its kernel time
+  1q x 10k/100k/1M f32 k=10, 1M f16 and bf16 k=10, 1M f32 k=1000
+  numpy in / numpy out  1q x 10k f32 k=10 on a CUDA runtime
+A peer that is missing or fails gets its reason in the row. JSON lines go to
+--out; the table of issue 30's targets, met or missed, is printed last.
+
+--profile: where a Store.search(torch tensor) call's time goes (per-stage
+timers and a cProfile of the calls) on the 1k and 10k stores, then exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+DIM = 768
+REPS, WARM = 100, 20
+
+
+def wall_ms(fn: Callable[[], Any], sync: Callable[[], None], reps: int = REPS,
+            warm: int = WARM) -> float:
+    for _ in range(warm):
+        fn()
+    sync()
+    times: List[float] = []
+    clock = time.perf_counter
+    for _ in range(reps):
+        t0 = clock()
+        fn()
+        sync()
+        times.append((clock() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def kernel_ms(torch: Any, fn: Callable[[], Any], reps: int = 50) -> float:
+    """GPU time of fn's work: events around it with the stream kept busy
+    ahead (so the launch overhead is hidden from the events)."""
+    fn()
+    torch.cuda.synchronize()
+    times: List[float] = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(2_000_000)  # ~1 ms of spinning: the host queues fn meanwhile
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def unit_rows(torch: Any, n: int, dtype: Any, seed: int = 100) -> Any:
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(n, DIM, device="cuda", generator=g)
+    return (x / x.norm(dim=1, keepdim=True)).to(dtype)
+
+
+def host_rows(torch: Any, x: Any) -> np.ndarray:
+    """A host copy as mnemo's add takes it (bf16 as uint16 bits)."""
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).cpu().numpy().view(np.uint16)
+    return x.cpu().numpy()
+
+
+def mnemo_store(mnemo: Any, rt: Any, torch: Any, x: Any) -> Any:
+    name = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
+    store = mnemo.Store(rt, DIM, name, "dot")
+    step = 100_000
+    for lo in range(0, x.shape[0], step):
+        hi = min(lo + step, x.shape[0])
+        store.add(np.arange(lo, hi, dtype=np.uint64), host_rows(torch, x[lo:hi]))
+    return store
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        import torch
+        import mnemo
+        import cuvs_peer
+        self.torch, self.mnemo, self.cuvs_peer = torch, mnemo, cuvs_peer
+        torch.backends.cuda.matmul.allow_tf32 = False
+        self.sync = torch.cuda.synchronize
+        # validate (the default) checks each query for NaN / Inf on the
+        # device and waits for that check before queuing the scan.
+        self.rt = mnemo.Runtime(backend="cuda", validate=args.validate)
+        self.rt_plain = mnemo.Runtime(backend="cuda", validate=False)
+        self.rows: List[Dict[str, Any]] = []
+        self.args = args
+        _, self.cuvs_missing = cuvs_peer.load()
+        self.reps = 30 if args.quick else REPS
+
+    def emit(self, workload: str, impl: str, ms: Optional[float], note: str = "") -> None:
+        row = {"workload": workload, "impl": impl, "median_ms": ms}
+        if note:
+            row["note"] = note
+        self.rows.append(row)
+        shown = f"{ms:9.4f} ms" if ms is not None else "        - "
+        print(f"{workload:36s} {impl:30s} {shown}  {note}", flush=True)
+
+    def time(self, fn: Callable[[], Any]) -> float:
+        return wall_ms(fn, self.sync, self.reps)
+
+    def peers(self, workload: str, x: Any, q: Any, k: int) -> None:
+        """torch and cuVS on the same data (q: [dim] of x's dtype)."""
+        torch = self.torch
+        try:
+            self.emit(workload, "torch matmul+topk", self.time(lambda: torch.topk(x @ q, k)))
+        except Exception as exc:
+            self.emit(workload, "torch matmul+topk", None, f"failed: {exc}")
+        if self.cuvs_missing:
+            self.emit(workload, "cuvs brute_force", None, self.cuvs_missing)
+            return
+        if x.dtype == torch.bfloat16:
+            self.emit(workload, "cuvs brute_force", None, "cuVS takes float32 and float16 only")
+            return
+        try:
+            peer = self.cuvs_peer.BruteForce(x)
+            q2 = q[None, :].contiguous()
+            self.emit(workload, "cuvs brute_force", self.time(lambda: peer.search(q2, k)), peer.pool)
+        except Exception as exc:
+            self.emit(workload, "cuvs brute_force", None, f"failed: {type(exc).__name__}: {exc}")
+
+    def recall(self, n: int, dtype: Any, k: int, label: str) -> None:
+        torch = self.torch
+        x = unit_rows(torch, n, dtype)
+        q32 = unit_rows(torch, 1, torch.float32, seed=7)[0]
+        store = mnemo_store(self.mnemo, self.rt, torch, x)
+        got, _ = store.search(q32, k)
+        want = torch.topk(x.float() @ q32, k).indices
+        self.sync()
+        agree = len(set(got.tolist()) & set(want.tolist())) / k
+        ms = self.time(lambda: store.search(q32, k))
+        kern = kernel_ms(torch, lambda: store.search(q32, k))
+        self.emit(label, "mnemo Store.search(torch)", ms,
+                  f"kernel {kern:.4f} ms (events); top-k overlap with torch f32 {agree:.2f}")
+        self.rows[-1]["kernel_ms"] = kern
+        if n <= 1000:
+            self.emit(label + " fixed cost", f"mnemo wall - kernel (validate={self.args.validate})",
+                      ms - kern)
+            plain = mnemo_store(self.mnemo, self.rt_plain, torch, x)
+            pms = self.time(lambda: plain.search(q32, k))
+            pkern = kernel_ms(torch, lambda: plain.search(q32, k))
+            self.emit(label + " fixed cost", "mnemo wall - kernel (validate=0)", pms - pkern,
+                      f"wall {pms:.4f} ms, kernel {pkern:.4f} ms")
+            plain.close()
+        self.peers(label, x, q32.to(dtype), k)
+        store.close()
+        del x
+
+    def numpy_row(self) -> None:
+        torch, mnemo = self.torch, self.mnemo
+        label = "numpy 1q x 10k x 768 f32 k=10"
+        x = unit_rows(torch, 10_000, torch.float32)
+        store = mnemo_store(mnemo, self.rt, torch, x)
+        q = mnemo.aligned_array(unit_rows(torch, 1, torch.float32, seed=7)[0].cpu().numpy())
+        ids, _ = store.search(q, 10)
+        assert isinstance(ids, np.ndarray)
+        self.emit(label, "mnemo Store.search(numpy)", self.time(lambda: store.search(q, 10)))
+
+        def torch_np() -> Any:
+            r = torch.topk(x @ torch.from_numpy(q).cuda(), 10)
+            return r.indices.cpu().numpy(), r.values.cpu().numpy()
+        self.emit(label, "torch (numpy in, numpy out)", self.time(torch_np))
+        if not self.cuvs_missing:
+            try:
+                peer = self.cuvs_peer.BruteForce(x)
+
+                def cuvs_np() -> Any:
+                    n, d = peer.search(torch.from_numpy(q[None, :]).cuda(), 10)
+                    return n.cpu().numpy(), d.cpu().numpy()
+                self.emit(label, "cuvs (numpy in, numpy out)", self.time(cuvs_np), peer.pool)
+            except Exception as exc:
+                self.emit(label, "cuvs (numpy in, numpy out)", None, f"failed: {exc}")
+        store.close()
+
+    def run(self) -> None:
+        torch = self.torch
+        self.emit("device sync alone", "torch.cuda.synchronize()", self.time(lambda: None))
+        self.recall(1_000, torch.float32, 10, "1q x 1k x 768 f32 k=10")
+        self.recall(10_000, torch.float32, 10, "1q x 10k x 768 f32 k=10")
+        self.recall(100_000, torch.float32, 10, "1q x 100k x 768 f32 k=10")
+        if not self.args.quick:
+            self.recall(1_000_000, torch.float32, 10, "1q x 1M x 768 f32 k=10")
+            self.recall(1_000_000, torch.float16, 10, "1q x 1M x 768 f16 k=10")
+            self.recall(1_000_000, torch.bfloat16, 10, "1q x 1M x 768 bf16 k=10")
+            self.recall(1_000_000, torch.float32, 1000, "1q x 1M x 768 f32 k=1000")
+        self.numpy_row()
+
+    # Where the time goes.
+
+    def profile(self) -> None:
+        torch, mnemo = self.torch, self.mnemo
+        from mnemo import _native
+        ext = _native.ext
+        for n in (1_000, 10_000):
+            x = unit_rows(torch, n, torch.float32)
+            store = mnemo_store(mnemo, self.rt, torch, x)
+            q = unit_rows(torch, 1, torch.float32, seed=7)[0]
+            ids = torch.empty(10, dtype=torch.int64, device="cuda")
+            scores = torch.empty(10, dtype=torch.float32, device="cuda")
+            h, qp, ip, sp = store.handle, q.data_ptr(), ids.data_ptr(), scores.data_ptr()
+            stream = torch.cuda.current_stream().cuda_stream
+            nosync = lambda: None  # noqa: E731
+            # The kernel alone, on a runtime without the query check's wait.
+            plain = mnemo_store(mnemo, self.rt_plain, torch, x)
+            stages: List[Tuple[str, float]] = [
+                ("kernel, validate=0 (CUDA events)", kernel_ms(torch, lambda: plain.search(q, 10))),
+                ("Store.search(q) + sync, validate=0", self.time(lambda: plain.search(q, 10))),
+                ("device sync alone", self.time(lambda: None)),
+                ("kernel (CUDA events)", kernel_ms(torch, lambda: store.search(q, 10))),
+                ("C call, host side, no sync", wall_ms(
+                    lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream), nosync)),
+                ("C call + sync", self.time(
+                    lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream))),
+                ("Store.search(q, out=...), no sync", wall_ms(
+                    lambda: store.search(q, 10, out_ids=ids, out_scores=scores), nosync)),
+                ("Store.search(q), no sync", wall_ms(lambda: store.search(q, 10), nosync)),
+                ("Store.search(q) + sync", self.time(lambda: store.search(q, 10))),
+                ("torch.empty x2, no sync", wall_ms(
+                    lambda: (q.new_empty((10,), dtype=torch.int64), q.new_empty((10,))), nosync)),
+                ("torch current stream (raw getter)", wall_ms(
+                    lambda: getattr(torch._C, "_cuda_getCurrentRawStream", lambda d: 0)(0), nosync)),
+                ("torch.cuda.current_stream().cuda_stream", wall_ms(
+                    lambda: torch.cuda.current_stream().cuda_stream, nosync)),
+            ]
+            print(f"\n== profile: 1q x {n} x 768 f32 k=10, median us per call")
+            for name, ms in stages:
+                print(f"  {name:42s} {ms * 1e3:9.2f} us")
+                self.rows.append({"workload": f"profile 1q x {n}", "impl": name, "median_ms": ms})
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(5000):
+                store.search(q, 10)
+            self.sync()
+            prof.disable()
+            print(f"-- cProfile of 5000 Store.search(torch tensor) calls, 1q x {n}")
+            pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(12)
+            store.close()
+            plain.close()
+
+
+# Issue 30's targets: (workload, target ms or None, peer factor) -> met/missed.
+TARGETS = [
+    ("1q x 1k x 768 f32 k=10 fixed cost", 0.015, None),  # the first fixed-cost row
+    ("1q x 10k x 768 f32 k=10", 0.040, 1.1),
+    ("1q x 100k x 768 f32 k=10", 0.105, 1.1),
+    ("1q x 1M x 768 f32 k=10", 0.705, 1.1),
+    ("1q x 1M x 768 f16 k=10", 0.38, 1.1),
+    ("1q x 1M x 768 bf16 k=10", 0.38, 1.1),
+    ("1q x 1M x 768 f32 k=1000", 0.76, 1.1),
+    ("numpy 1q x 10k x 768 f32 k=10", 0.050, None),
+]
+
+
+def table(rows: List[Dict[str, Any]]) -> str:
+    lines = ["", "== issue 30 targets (median wall clock per call with a device sync, ms)",
+             f"{'workload':36s} {'mnemo':>9s} {'cuVS':>9s} {'torch':>9s} {'target':>8s}  verdict"]
+    for workload, target, factor in TARGETS:
+        mine = [r for r in rows if r["workload"] == workload]
+        if not mine:
+            continue
+
+        def pick(prefix: str) -> Optional[float]:
+            for r in mine:
+                if r["impl"].startswith(prefix) and r["median_ms"] is not None:
+                    return float(r["median_ms"])
+            return None
+        m = pick("mnemo")
+        cu, to = pick("cuvs"), pick("torch")
+        verdict = []
+        if m is not None:
+            verdict.append(f"target {'met' if m <= target else 'missed'}")
+            peers = [p for p in (cu, to) if p is not None]
+            if factor and peers:
+                lead = min(peers) / m
+                verdict.append(f"{lead:.2f}x the best peer ({'met' if lead >= factor else 'missed'} "
+                               f">= {factor}x)")
+        fmt = lambda v: f"{v:9.4f}" if v is not None else f"{'-':>9s}"  # noqa: E731
+        lines.append(f"{workload:36s} {fmt(m)} {fmt(cu)} {fmt(to)} {target:8.3f}  "
+                     + "; ".join(verdict))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="user_bench.jsonl")
+    ap.add_argument("--quick", action="store_true", help="stores up to 100k rows only, fewer repeats")
+    ap.add_argument("--profile", action="store_true", help="where a call's time goes, then exit")
+    ap.add_argument("--validate", type=int, default=1, choices=(0, 1),
+                    help="the runtime's NaN/Inf check of inputs (default 1, the library's default)")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("user_bench: torch is not installed", file=sys.stderr)
+        return 77
+    if not torch.cuda.is_available():
+        print("user_bench: torch sees no GPU", file=sys.stderr)
+        return 77
+    import mnemo
+    from mnemo import _native
+    print(f"device: {torch.cuda.get_device_name()}; torch {torch.__version__}; mnemo "
+          f"{mnemo.version()}; extension: {'yes' if _native.AVAILABLE else _native.MISSING}")
+    bench = Bench(args)
+    print(f"cuVS: {bench.cuvs_missing or 'available'}")
+    if args.profile:
+        bench.profile()
+    else:
+        bench.run()
+    with open(args.out, "w") as f:
+        for r in bench.rows:
+            f.write(json.dumps(r) + "\n")
+    if not args.profile:
+        print(table(bench.rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
