@@ -112,7 +112,7 @@ fuzz: fuzz-build
 	bash fuzz/run.sh $(FUZZ)/bin $(FUZZ)/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
-	find core cabi kernels tests fuzz bench examples -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
+	find core cabi kernels tests fuzz bench examples python/ext -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(TSAN) $(BENCH) $(CUDA_CHECK)

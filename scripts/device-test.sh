@@ -217,13 +217,23 @@ run() {
   bg_join
   }
   # MNEMO_RUN_PART=tests runs the suites only, =bench the benchmark and its
-  # peers only (two calls that each fit a 10-minute limit); unset, both.
+  # peers only, =user the Python user-level benchmark (calls that each fit a
+  # 10-minute limit); unset, all three.
   # =sanitizers runs only the compute-sanitizer steps, so that they can run
   # beside tests with MNEMO_SKIP_SANITIZERS=1 (two OUT folders).
+  # The Python extension, built here for this machine's python3 against the
+  # bundle's libmnemo (the build machine's Python may differ), and the
+  # variables that point the package at both.
+  local -a pyenv=(MNEMO_LIBRARY="$PWD/.device/pyext/lib/libmnemo.so.1" MNEMO_BACKEND_DIR="$PWD/.device/lib"
+    PYTHONPATH="$PWD/python")
+  py_ext() {
+    [ -f .device/pyext/lib/libmnemo.so.1 ] ||
+      step "python extension" 240 env MNEMO_LIB_DIR=.device/lib bash scripts/py-ext-build.sh .device/pyext
+  }
   local part=${MNEMO_RUN_PART:-all}
   if [ "$part" = sanitizers ]; then
     sanitizers
-  elif [ "$part" != bench ]; then
+  elif [ "$part" = tests ] || [ "$part" = all ]; then
   # The whole GPU suite in MNEMO_TEST_SHARDS (4) processes at once: its time
   # is mostly the float64 reference on the CPU (over 420 s in one process on
   # an H100 host), and the GPU machine has 16 cores.
@@ -249,11 +259,10 @@ run() {
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   [ -n "${MNEMO_SKIP_SANITIZERS:-}" ] || sanitizers
   if python3 -c "import numpy, pytest" 2>/dev/null; then
-    step "python on CUDA" 240 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" MNEMO_TEST_CUDA=1 PYTHONPATH="$PWD/python" \
-      python3 -m pytest -q -p no:cacheprovider python/tests
+    py_ext
+    step "python on CUDA" 240 env "${pyenv[@]}" MNEMO_TEST_CUDA=1 python3 -m pytest -q -p no:cacheprovider python/tests
     # 1q x 1M x 768 search from a torch CUDA tensor against torch.topk(q @ X.T).
-    step "torch tensor search" 300 env MNEMO_LIBRARY="$PWD/.device/lib/libmnemo.so" PYTHONPATH="$PWD/python" \
-      python3 python/tests/bench_torch_search.py "$out/torch_search.txt"
+    step "torch tensor search" 300 env "${pyenv[@]}" python3 python/tests/bench_torch_search.py "$out/torch_search.txt"
   fi
   if [ -x .device/bin/rust_differential ]; then
     step "rust differential" 300 env MNEMO_TEST_CUDA=1 .device/bin/rust_differential
@@ -271,6 +280,16 @@ run() {
   grep '"break-even' "$out/mnemo_gpu.jsonl" >"$out/break-even.jsonl" 2>/dev/null
   step "report" 60 python3 bench/gpu/report.py "$out/mnemo_gpu.jsonl" "$out/torch_gpu.jsonl" "$out"
   fi
+  # Recall as users call it: Store.search from Python beside cuVS (where
+  # staged: PYTHONPATH and the libraries of ../shared/tools/cuvs-stage.sh in
+  # the environment) and torch, then where a call's time goes.
+  if [ "$part" = user ] || [ "$part" = all ]; then
+    py_ext
+    step "user benchmark" 420 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
+      --out "$out/user_bench.jsonl"
+    step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
+      --profile --out "$out/user_profile.jsonl"
+  fi
   echo
   echo "== precision fuzz"
   sed -n '/^fuzz_precision on/,$p' "$log" | head -n 12
@@ -281,6 +300,7 @@ run() {
   [ -f "$out/gpu-table.md" ] && cat "$out/gpu-table.md"
   [ -f "$out/activation_gpu.jsonl" ] && { echo; echo "== activation against plain search"; cat "$out/activation_gpu.jsonl"; }
   [ -f "$out/torch_search.txt" ] && { echo; echo "== search from a torch tensor"; cat "$out/torch_search.txt"; }
+  [ -f "$out/user_bench-table.txt" ] && { echo; echo "== recall as users call it (ms)"; cat "$out/user_bench-table.txt"; }
   echo
   echo "== steps"
   local i

@@ -335,7 +335,10 @@ def main() -> int:
         for r in bench.rows:
             f.write(json.dumps(r) + "\n")
     if not args.profile:
-        print(table(bench.rows))
+        text = table(bench.rows)
+        print(text)
+        with open(os.path.splitext(args.out)[0] + "-table.txt", "w") as f:
+            f.write(text + "\n")
     return 0
 
 
