@@ -4,8 +4,6 @@
 // so its instances compile in parallel. scan_topk.cu holds the entry point.
 #pragma once
 
-#include <cstdlib>
-
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
 #include "scan/scan_topk.h"
@@ -30,11 +28,6 @@ struct ScanSmem {
   }
 };
 
-inline bool env_flag(const char* name) {
-  const char* e = std::getenv(name);
-  return e && std::atoi(e) != 0;
-}
-
 // Asks L2 for the rows of the warp's next step while this step's loads are
 // in flight: more bytes outstanding per SM without more registers.
 __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_t first, uint32_t stride, int rows,
@@ -48,9 +41,12 @@ __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_
   }
 }
 
-// ACT: activation keys (separate instances, so plain scans keep their
-// register budget and occupancy).
-template <class T, bool L2, int NVEC, int QB, class List, bool ACT>
+// One set of instances serves plain and activation searches (s.act read at
+// run time). Measured on the H200 against the plain instances that used to
+// sit beside them (same binary, two rounds): 1q x 1M x 768 f32 0.691 vs
+// 0.699 ms, L2 0.693-0.695 vs 0.699-0.701, 4 queries 1.01-1.04 vs 1.46-1.47,
+// 2 queries 0.750-0.759 vs 0.743 ms.
+template <class T, bool L2, int NVEC, int QB, class List>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                      uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
@@ -91,7 +87,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint32_t x = row + r * stride;
       slot[r] = x < s.slots ? x : row;
-      m[r] = slot_meta<ACT>(s, slot[r]);
+      m[r] = slot_meta<true>(s, slot[r]);
       m[r].live = m[r].live && x < s.slots;
       rows[r] = base + slot[r] * row_bytes;
     }
@@ -104,7 +100,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int q = 0; q < QB; ++q) {
         if (q >= static_cast<int>(nq)) break;
-        const float key = key_of<ACT>(s, acc[r][q], qn[q], m[r]);
+        const float key = key_of<true>(s, acc[r][q], qn[q], m[r]);
         if (wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
       }
     }
@@ -114,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
-template <class T, bool L2, int QB, bool ACT>
+template <class T, bool L2, int QB>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                    unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
@@ -128,38 +124,37 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
   auto by_k = [&](auto reg, auto shared) { k <= 32 ? go(reg) : go(shared); };
   switch (s.ld) {
     case 384:
-      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList, ACT>);
+      by_k(scan_topk_kernel<T, L2, 384 / V, QB, RegList>, scan_topk_kernel<T, L2, 384 / V, QB, WarpList>);
       break;
     case 512:
-      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList, ACT>);
+      by_k(scan_topk_kernel<T, L2, 512 / V, QB, RegList>, scan_topk_kernel<T, L2, 512 / V, QB, WarpList>);
       break;
     case 768:
-      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList, ACT>);
+      by_k(scan_topk_kernel<T, L2, 768 / V, QB, RegList>, scan_topk_kernel<T, L2, 768 / V, QB, WarpList>);
       break;
     case 1024:
-      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList, ACT>);
+      by_k(scan_topk_kernel<T, L2, 1024 / V, QB, RegList>, scan_topk_kernel<T, L2, 1024 / V, QB, WarpList>);
       break;
     case 1536:
-      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList, ACT>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList, ACT>);
+      by_k(scan_topk_kernel<T, L2, 1536 / V, QB, RegList>, scan_topk_kernel<T, L2, 1536 / V, QB, WarpList>);
       break;
-    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList, ACT>, scan_topk_kernel<T, L2, 0, QB, WarpList, ACT>); break;
+    default: by_k(scan_topk_kernel<T, L2, 0, QB, RegList>, scan_topk_kernel<T, L2, 0, QB, WarpList>); break;
   }
 }
 
-template <class T, bool L2, bool ACT>
+template <class T, bool L2>
 void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                  unsigned blocks, const ScanTail& tail, cudaStream_t st) {
-  // MNEMO_SCAN_NO_QB2=1: two queries take the four-query instances (for
-  // measuring what the two-query instances are worth).
-  static const bool no_qb2 = env_flag("MNEMO_SCAN_NO_QB2");
-  const int qb = nq <= 1 ? 1 : (nq <= 2 && !no_qb2) ? 2 : 4;
+  // Two queries keep instances of their own: on the four-query ones they
+  // took 1.32 instead of 0.74 ms (H200, 2q x 1M x 768 f32).
+  const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   const size_t smem = ScanSmem::bytes(qb, s.ld, k);
   if (qb == 1)
-    dispatch_scan<T, L2, 1, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 1>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else if (qb == 2)
-    dispatch_scan<T, L2, 2, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 2>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
   else
-    dispatch_scan<T, L2, 4, ACT>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    dispatch_scan<T, L2, 4>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
 }
 
 }  // namespace
@@ -167,13 +162,7 @@ void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq
 template <class T, bool L2>
 void launch_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                        unsigned blocks, const ScanTail& tail, cudaStream_t st) {
-  // MNEMO_SCAN_ACT_ONLY=1: plain searches take the activation instances,
-  // which read s.act at run time (for measuring what the plain ones are worth).
-  static const bool act_only = env_flag("MNEMO_SCAN_ACT_ONLY");
-  if (s.act || act_only)
-    dispatch_qb<T, L2, true>(s, q, qn, nq, k, cand, blocks, tail, st);
-  else
-    dispatch_qb<T, L2, false>(s, q, qn, nq, k, cand, blocks, tail, st);
+  dispatch_qb<T, L2>(s, q, qn, nq, k, cand, blocks, tail, st);
 }
 
 }  // namespace mnemo::cuda
