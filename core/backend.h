@@ -37,6 +37,11 @@ struct Placement {
   bool on_device = false;
   void* stream = nullptr;  // cudaStream_t of the caller
   bool validate = true;
+  // Device searches: the queries' content check inside the search (no wait
+  // for the stream); a bad query's row is written as padding and
+  // device_status (device int32, or null) receives the verdict.
+  bool check_on_device = false;
+  int32_t* device_status = nullptr;
 };
 
 struct SimilarityArgs {

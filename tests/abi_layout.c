@@ -44,7 +44,7 @@ ABI_CHECK(offsetof(mnemo_runtime_report, shards) == 424);
 ABI_CHECK(offsetof(mnemo_runtime_report, device_count) == 428);
 ABI_CHECK(offsetof(mnemo_runtime_report, devices) == 432);
 
-ABI_CHECK(sizeof(mnemo_search_options) == 80);
+ABI_CHECK(sizeof(mnemo_search_options) == 96);
 ABI_CHECK(offsetof(mnemo_search_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_search_options, filter_kind) == 4);
 ABI_CHECK(offsetof(mnemo_search_options, filter_ids) == 8);
@@ -61,6 +61,10 @@ ABI_CHECK(offsetof(mnemo_search_options, w_importance) == 56);
 ABI_CHECK(offsetof(mnemo_search_options, touch) == 60);
 ABI_CHECK(offsetof(mnemo_search_options, half_life) == 64);
 ABI_CHECK(offsetof(mnemo_search_options, now) == 72);
+/* The device check fields, appended after the 80 bytes of the activation ABI. */
+ABI_CHECK(offsetof(mnemo_search_options, check_on_device) == 80);
+ABI_CHECK(offsetof(mnemo_search_options, reserved1) == 84);
+ABI_CHECK(offsetof(mnemo_search_options, device_status) == 88);
 
 ABI_CHECK(sizeof(mnemo_durable_options) == 32);
 ABI_CHECK(offsetof(mnemo_durable_options, struct_size) == 0);

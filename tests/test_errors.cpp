@@ -311,6 +311,23 @@ TEST(Errors, StoreSearch) {
   o.struct_size = 8;
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size",
                  out);
+  // The device-check fields: a flag of 0 or 1; no device status on the
+  // host entry point (it would be device memory written by a stream).
+  o = def;
+  o.check_on_device = 2;
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT,
+                 "check_on_device", out);
+  Buf<int32_t> status(4);
+  o = def;
+  o.device_status = status.data();
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT,
+                 "device_status", out);
+  // A caller of the header before them (80-byte options) gets their
+  // defaults, whatever its bytes after the struct say.
+  o = def;
+  o.check_on_device = 7;
+  o.struct_size = 80;
+  ASSERT_OK(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()));
   for (const int32_t kind : {3, -1, 100}) {
     o = def;
     o.filter_kind = kind;

@@ -445,6 +445,23 @@ typedef struct mnemo_search_options {
   double half_life;     /* seconds, > 0, may be +infinity; default 86400 */
   double now;           /* seconds on the times' clock; NaN (default): the
                            current UNIX time (CLOCK_REALTIME) of the call */
+  /* mnemo_store_search_device only (absent from a struct_size of 80, the
+     size before it: then 0 and NULL). check_on_device = 1: with validation
+     on, the queries' non-finite check runs on the device inside the search
+     instead of before it, so the call never waits for the stream. A query
+     holding NaN or infinity then gets, in its row, ids MNEMO_NO_ID and scores
+     NaN (the other queries' rows are unaffected), and device_status, when
+     not NULL, receives MNEMO_E_NON_FINITE at the search's point in the
+     stream, else MNEMO_OK; the call itself returns MNEMO_OK. device_status
+     is an int32_t in the memory of the store's GPU (16-byte aligned), read
+     by the caller after the stream reaches that point. check_on_device = 0
+     (default): the check waits for the stream and the call returns
+     MNEMO_E_NON_FINITE, writing nothing. mnemo_store_search ignores
+     check_on_device (its checks are on the host) and refuses a
+     device_status. */
+  uint32_t check_on_device; /* 0 (default) or 1 */
+  uint32_t reserved1;       /* zero */
+  int32_t* device_status;   /* default NULL */
 } mnemo_search_options;
 
 MNEMO_API mnemo_search_options mnemo_search_options_default(void);

@@ -20,6 +20,7 @@ constexpr uint64_t kMaxDim = 65536;
 // The search options of ABI 1 (before activation), and the current ones.
 constexpr uint32_t kSearchOptionsV1 = 40;
 static_assert(offsetof(mnemo_search_options, activation) == kSearchOptionsV1, "options grow at their end");
+static_assert(offsetof(mnemo_search_options, check_on_device) == 80, "options grow at their end");
 
 void need_ids_valid(const uint64_t* ids, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i)
@@ -274,7 +275,7 @@ RankOptions rank_options(const mnemo_search_options& o) {
 // Both search entry points: the same checks; query values are checked here
 // for host buffers and by the backend for device ones.
 void store_search(const mnemo_store* store, const float* queries, uint64_t nq, uint64_t k,
-                  const mnemo_search_options* opts, uint64_t* ids, float* scores, const Placement& place) {
+                  const mnemo_search_options* opts, uint64_t* ids, float* scores, Placement place) {
   Store& s = cabi::store_of(store);
   // A caller built against an older header passes a shorter struct: its
   // fields over the defaults of the rest.
@@ -286,6 +287,14 @@ void store_search(const mnemo_store* store, const float* queries, uint64_t nq, u
   }
   cabi::need_positive(k, "k");
   if (o.apply_bias > 1) fail(Code::invalid_argument, "opts->apply_bias must be 0 or 1");
+  if (o.check_on_device > 1) fail(Code::invalid_argument, "opts->check_on_device must be 0 or 1");
+  if (o.device_status) {
+    if (!place.on_device)
+      fail(Code::invalid_argument, "opts->device_status is for mnemo_store_search_device only (it is device memory)");
+    cabi::need_data(o.device_status, "opts->device_status");
+  }
+  place.check_on_device = place.on_device && o.check_on_device == 1;
+  place.device_status = o.device_status;
   const RankOptions rank = rank_options(o);
   SearchFilter f;
   switch (o.filter_kind) {

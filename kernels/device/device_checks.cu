@@ -37,6 +37,25 @@ __global__ void non_finite_kernel(const void* data, DType t, uint64_t n, unsigne
   }
 }
 
+__global__ void poison_bad_rows_kernel(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores,
+                                       int32_t* status) {
+  MNEMO_GRID_STRIDE(i, nq * k) {
+    if (bad[i / k]) {
+      ids[i] = ~0ull;
+      scores[i] = __int_as_float(0x7fc00000);
+    }
+  }
+  if (status == nullptr || blockIdx.x != 0) return;
+  bool any = false;
+  for (uint64_t q = threadIdx.x; q < nq; q += blockDim.x) any = any || bad[q] != 0;
+  // mnemo_status codes, pinned by the ABI: MNEMO_OK 0, MNEMO_E_NON_FINITE 6.
+  if (__syncthreads_or(any)) {
+    if (threadIdx.x == 0) *status = 6;
+  } else if (threadIdx.x == 0) {
+    *status = 0;
+  }
+}
+
 __global__ void out_of_range_kernel(const void* index, bool u64, uint64_t n, uint64_t limit,
                                     unsigned long long* result) {
   MNEMO_GRID_STRIDE(i, n) {
@@ -90,6 +109,13 @@ __global__ void resample_data_kernel(ResampleRef r, unsigned long long* result) 
 }
 
 }  // namespace
+
+void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores,
+                            int32_t* status, cudaStream_t st) {
+  if (nq == 0) return;
+  poison_bad_rows_kernel<<<grid_for(nq * k), kThreads, 0, st>>>(bad, nq, k, ids, scores, status);
+  MNEMO_CUDA_LAUNCHED("poison_bad_rows_kernel");
+}
 
 void launch_find_non_finite(const void* data, DType t, uint64_t n, unsigned long long* result, cudaStream_t st) {
   if (n == 0) return;

@@ -83,4 +83,12 @@ void launch_find_out_of_range(const void* index, bool u64, uint64_t n, uint64_t 
 // are only meaningful when result[0] stays UINT64_MAX.
 void launch_check_resample(const ResampleRef& r, bool finite, unsigned long long* result, cudaStream_t st);
 
+// The verdict of a search's queries checked on the device: bad[q] (nq
+// words, non-zero for a query holding NaN or infinity, from
+// launch_row_norms) turns row q of the results ([nq x k]) into padding
+// (MNEMO_NO_ID, NaN), and *status (an int32, or null) becomes
+// MNEMO_E_NON_FINITE when any query was bad, else MNEMO_OK.
+void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores,
+                            int32_t* status, cudaStream_t st);
+
 }  // namespace mnemo::cuda

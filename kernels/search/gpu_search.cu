@@ -435,20 +435,28 @@ void CudaBackend::search(const SearchArgs& a) {
   // The filter right after the queries: host calls upload both from pinned
   // staging, laid out alike, in one copy.
   const size_t o_q = io.add(copy_q ? nq * ld * 4 : 0), o_allow = io.add(a.allow ? words * 8 : 0), o_qn = io.add(nq * 4);
+  // Device queries checked inside the search (Placement::check_on_device):
+  // the row norms mark bad rows here, and they are padded after the search.
+  const bool check_inside = dev && a.place.validate && a.place.check_on_device;
+  const size_t o_bad = io.add(check_inside ? nq * 4 : 0);
   // Host results: ids then scores in one span, downloaded by one copy.
   const size_t o_ids = io.add(dev ? 0 : nq * emit_k * 12);
   if (dev) {
     need_device_memory(a.queries, "queries", cfg_.device_id);
     need_device_memory(a.ids, "ids", cfg_.device_id);
     need_device_memory(a.scores, "scores", cfg_.device_id);
+    if (a.place.device_status) need_device_memory(a.place.device_status, "opts->device_status", cfg_.device_id);
     ctx->begin_on(st);
   }
   bool fast = cfg_.precision == Precision::fast;
   if (dev) {
+    // Large FAST batches over f16 rows still wait for their range check:
+    // it chooses the path on the host.
     const bool range = fast && v.dtype == DType::f16 && nq >= kGemmMinQueries;
-    if (a.place.validate || range) {
+    const bool check_now = a.place.validate && !check_inside;
+    if (check_now || range) {
       const uint64_t* w = ctx->check_words(st, 2, [&](unsigned long long* d) {
-        if (a.place.validate) launch_find_non_finite(a.queries, DType::f32, nq * v.dim, d, st);
+        if (check_now) launch_find_non_finite(a.queries, DType::f32, nq * v.dim, d, st);
         if (range) launch_find_f16_misfit(a.queries, nq, v.dim, d + 1, st);
       });
       if (w[0] != UINT64_MAX) fail(Code::non_finite, "queries[" + std::to_string(w[0]) + "] is NaN or infinite");
@@ -513,7 +521,8 @@ void CudaBackend::search(const SearchArgs& a) {
       else
         upload_queries(*ctx, a.queries, nq, v.dim, ld, at<float>(iob.get(), o_q));
     }
-    launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+    unsigned* bad = check_inside ? at<unsigned>(iob.get(), o_bad) : nullptr;
+    launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st, bad);
     if (a.allow && !scan_call) {
       const void* src = dev ? static_cast<const void*>(a.allow) : staged + o_staged_allow;
       MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), src, words * 8, cudaMemcpyHostToDevice, st));
@@ -523,6 +532,7 @@ void CudaBackend::search(const SearchArgs& a) {
                                d_scores);
     else
       device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+    if (check_inside) launch_poison_bad_rows(bad, nq, a.k, a.ids, a.scores, a.place.device_status, st);
     if (results && !scan_call)
       MNEMO_CUDA_CHECK(cudaMemcpyAsync(staged, d_ids, nq * emit_k * 12, cudaMemcpyDeviceToHost, st));
   };

@@ -6,16 +6,24 @@ namespace mnemo::cuda {
 
 namespace {
 
-__global__ void row_norms_kernel(const float* q, uint32_t nq, uint64_t ld, float* norms) {
+// bad (or null): bad[r] set to whether row r holds NaN or infinity, the
+// device search's query check done on the way.
+__global__ void row_norms_kernel(const float* q, uint32_t nq, uint64_t ld, float* norms, unsigned* bad) {
   const uint32_t r = blockIdx.x;
   if (r >= nq) return;
   float acc = 0.0f;
+  bool finite = true;
   for (uint64_t d = threadIdx.x; d < ld; d += 32) {
     const float v = q[r * ld + d];
+    finite = finite && isfinite(v);
     acc = fmaf(v, v, acc);
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  if (threadIdx.x == 0) norms[r] = sqrtf(acc);
+  const bool all_finite = __all_sync(kFullMask, finite);
+  if (threadIdx.x == 0) {
+    norms[r] = sqrtf(acc);
+    if (bad) bad[r] = all_finite ? 0u : 1u;
+  }
 }
 
 template <class T>
@@ -95,9 +103,9 @@ void launch_find_f16_misfit(const float* q, uint64_t nq, uint64_t dim, unsigned 
   MNEMO_CUDA_LAUNCHED("f16_misfit_kernel");
 }
 
-void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st) {
+void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st, unsigned* bad) {
   if (nq == 0) return;
-  row_norms_kernel<<<nq, 32, 0, st>>>(q, nq, ld, norms);
+  row_norms_kernel<<<nq, 32, 0, st>>>(q, nq, ld, norms, bad);
   MNEMO_CUDA_LAUNCHED("row_norms_kernel");
 }
 

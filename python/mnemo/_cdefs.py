@@ -71,6 +71,10 @@ class SearchOptions(Structure):
         ("touch", c_uint32),
         ("half_life", c_double),
         ("now", c_double),
+        # The device search's in-search query check (80 to 96 bytes).
+        ("check_on_device", c_uint32),
+        ("reserved1", c_uint32),
+        ("device_status", c_void_p),
     ]
 
 

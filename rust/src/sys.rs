@@ -709,12 +709,15 @@ pub struct mnemo_search_options {
     pub touch: u32,
     pub half_life: f64,
     pub now: f64,
+    pub check_on_device: u32,
+    pub reserved1: u32,
+    pub device_status: *mut i32,
 }
 #[test]
 fn bindgen_test_layout_mnemo_search_options() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_search_options>(),
-        80usize,
+        96usize,
         concat!("Size of: ", stringify!(mnemo_search_options))
     );
     assert_eq!(
@@ -977,6 +980,57 @@ fn bindgen_test_layout_mnemo_search_options() {
         );
     }
     test_field_now();
+    fn test_field_check_on_device() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).check_on_device) as usize - ptr as usize
+            },
+            80usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(check_on_device)
+            )
+        );
+    }
+    test_field_check_on_device();
+    fn test_field_reserved1() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved1) as usize - ptr as usize
+            },
+            84usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(reserved1)
+            )
+        );
+    }
+    test_field_reserved1();
+    fn test_field_device_status() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).device_status) as usize - ptr as usize
+            },
+            88usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(device_status)
+            )
+        );
+    }
+    test_field_device_status();
 }
 extern "C" {
     pub fn mnemo_search_options_default() -> mnemo_search_options;

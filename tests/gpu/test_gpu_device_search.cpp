@@ -197,6 +197,108 @@ TEST(GpuDeviceSearch, BadInputChangesNothing) {
   EXPECT_EQ(ds.bytes(), std::vector<unsigned char>(poison.begin(), poison.begin() + 2 * k * 4));
 }
 
+// check_on_device: the queries' non-finite check inside the search. A bad
+// query's row becomes padding and the device status says NON_FINITE; the
+// other rows equal the host search; with finite queries the status says OK
+// and every row equals the host search. Dimensions with and without row
+// padding (the query copy), f32 and f16 storage, NaN and infinity.
+TEST(GpuDeviceSearch, QueriesCheckedInsideTheSearch) {
+  REQUIRE_CUDA(gpu, MNEMO_PRECISION_EXACT);
+  auto rng = mt::rng_for_test();
+  const size_t n = 700, nq = 3, k = 7;
+  for (const int32_t dt : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16}) {
+    for (const size_t dim : {size_t{24}, size_t{13}}) {
+      for (const float bad_value : {std::nanf(""), -INFINITY}) {
+        const std::string what = "dtype " + std::to_string(dt) + " dim " + std::to_string(dim);
+        auto s = mt::make_store(dim, dt, MNEMO_METRIC_COSINE, gpu.get());
+        std::vector<uint64_t> ids(n);
+        for (size_t i = 0; i < n; ++i) ids[i] = 3 * i + 2;
+        ASSERT_OK(mt::store_add(s.get(), ids, mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim)));
+        Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim);
+        Results host;
+        ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &host));
+        mnemo_search_options o = mnemo_search_options_default();
+        o.check_on_device = 1;
+        DevBuf status(16);
+        o.device_status = status.as<int32_t>();
+        std::vector<unsigned char> poison(nq * k * 8, 0xAB);
+        const std::vector<unsigned char> status_poison(16, 0x5A);
+        // Finite queries: OK and the host's results.
+        {
+          DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
+          cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+          Stream st;
+          ASSERT_OK(mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(),
+                                              st.s));
+          ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
+          int32_t verdict = -1;
+          cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(verdict, MNEMO_OK) << what;
+          const auto got_ids = di.bytes(), got_scores = ds.bytes();
+          EXPECT_EQ(std::memcmp(got_ids.data(), host.ids.data(), nq * k * 8), 0) << what;
+          EXPECT_EQ(std::memcmp(got_scores.data(), host.scores.data(), nq * k * 4), 0) << what;
+        }
+        // Query 1 holds a bad value: its row is padding, the others stand.
+        static_cast<float*>(q.data())[dim + dim / 2] = bad_value;
+        DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
+        cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+        Stream st;
+        ASSERT_OK(
+            mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));
+        ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
+        int32_t verdict = -1;
+        cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
+        EXPECT_EQ(verdict, MNEMO_E_NON_FINITE) << what;
+        std::vector<uint64_t> got_ids(nq * k);
+        std::vector<float> got_scores(nq * k);
+        cudaMemcpy(got_ids.data(), di.get(), nq * k * 8, cudaMemcpyDeviceToHost);
+        cudaMemcpy(got_scores.data(), ds.get(), nq * k * 4, cudaMemcpyDeviceToHost);
+        for (size_t j = 0; j < k; ++j) {
+          EXPECT_EQ(got_ids[k + j], MNEMO_NO_ID) << what << " rank " << j;
+          EXPECT_TRUE(std::isnan(got_scores[k + j])) << what << " rank " << j;
+        }
+        for (const size_t row : {size_t{0}, size_t{2}}) {
+          EXPECT_EQ(std::memcmp(&got_ids[row * k], &host.ids[row * k], k * 8), 0) << what << " row " << row;
+          EXPECT_EQ(std::memcmp(&got_scores[row * k], &host.scores[row * k], k * 4), 0) << what << " row " << row;
+        }
+        // Without the option the same call is refused as before, nothing written.
+        DevBuf di2(poison.data(), nq * k * 8), ds2(poison.data(), nq * k * 4);
+        EXPECT_EQ(mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, nullptr, di2.as<uint64_t>(),
+                                            ds2.as<float>(), nullptr),
+                  MNEMO_E_NON_FINITE);
+        EXPECT_EQ(di2.bytes(), poison) << what;
+      }
+    }
+  }
+}
+
+// The device status word is checked like every other buffer: device memory
+// of the store's GPU, 16-byte aligned; nothing written on refusal.
+TEST(GpuDeviceSearch, DeviceStatusIsChecked) {
+  REQUIRE_CUDA(gpu, MNEMO_PRECISION_EXACT);
+  auto rng = mt::rng_for_test();
+  const size_t n = 50, dim = 16, k = 3;
+  auto s = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, gpu.get());
+  std::vector<uint64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = i;
+  ASSERT_OK(mt::store_add(s.get(), ids, mt::random_matrix(rng, MNEMO_DTYPE_F32, n, dim)));
+  Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, 1, dim);
+  std::vector<unsigned char> poison(k * 8, 0xAB);
+  DevBuf dq(q.data(), dim * 4), di(poison.data(), k * 8), ds(poison.data(), k * 4), status(32);
+  mnemo_search_options o = mnemo_search_options_default();
+  o.check_on_device = 1;
+  o.device_status = reinterpret_cast<int32_t*>(status.as<unsigned char>() + 4);
+  EXPECT_EQ(mnemo_store_search_device(s.get(), dq.as<float>(), 1, k, &o, di.as<uint64_t>(), ds.as<float>(), nullptr),
+            MNEMO_E_MISALIGNED);
+  EXPECT_NE(std::string(mnemo_last_error()).find("device_status"), std::string::npos) << mnemo_last_error();
+  mt::Buf<int32_t> host_status(4, 0);
+  o.device_status = host_status.data();
+  EXPECT_EQ(mnemo_store_search_device(s.get(), dq.as<float>(), 1, k, &o, di.as<uint64_t>(), ds.as<float>(), nullptr),
+            MNEMO_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mnemo_last_error()).find("device_status"), std::string::npos) << mnemo_last_error();
+  EXPECT_EQ(di.bytes(), poison);
+}
+
 // A write right after a queued device search: the search sees the store as
 // it was when called (the write waits for it), and the next one sees the write.
 TEST(GpuDeviceSearch, WritesWaitForQueuedSearches) {
