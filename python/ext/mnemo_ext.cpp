@@ -377,13 +377,24 @@ void search_host_ptr(uintptr_t store, uintptr_t queries, uint64_t nq, uint64_t k
 // mnemo_store_search_device: device pointers (checked by the caller: device,
 // dtype, shape, order, alignment) and the producer's stream (a cudaStream_t
 // as an int; 0 is the default stream). Returns once the search is queued.
+// status (an int32 in device memory, or 0) with opts None: the default
+// options with the queries' check inside the search (check_on_device), its
+// verdict written there, so the call never waits for the stream.
 void search_device(uintptr_t store, uintptr_t queries, uint64_t nq, uint64_t k, nb::handle opts, uintptr_t ids,
-                   uintptr_t scores, uintptr_t stream) {
+                   uintptr_t scores, uintptr_t stream, uintptr_t status) {
   OptionsView o(opts);
+  mnemo_search_options checked = mnemo_search_options_default();
+  const mnemo_search_options* used = o.get();
+  if (status != 0) {
+    if (used != nullptr) throw nb::value_error("search_device: a device status goes with the default options only");
+    checked.check_on_device = 1;
+    checked.device_status = reinterpret_cast<int32_t*>(status);
+    used = &checked;
+  }
   CallResult r;
   {
     nb::gil_scoped_release unlocked;
-    r.status = mnemo_store_search_device(store_of(store), reinterpret_cast<const float*>(queries), nq, k, o.get(),
+    r.status = mnemo_store_search_device(store_of(store), reinterpret_cast<const float*>(queries), nq, k, used,
                                          reinterpret_cast<uint64_t*>(ids), reinterpret_cast<float*>(scores),
                                          reinterpret_cast<void*>(stream));
     note_error(r);
@@ -442,6 +453,9 @@ nb::dict search_options_layout() {
   MNEMO_FIELD(touch);
   MNEMO_FIELD(half_life);
   MNEMO_FIELD(now);
+  MNEMO_FIELD(check_on_device);
+  MNEMO_FIELD(reserved1);
+  MNEMO_FIELD(device_status);
 #undef MNEMO_FIELD
   return d;
 }
@@ -463,7 +477,7 @@ NB_MODULE(_mnemo_ext, m) {
   m.def("search_host_ptr", &search_host_ptr, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"));
   m.def("search_device", &search_device, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
-        nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"), nb::arg("stream"));
+        nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"), nb::arg("stream"), nb::arg("status") = 0);
   m.def("time_search_host", &time_search_host, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("ids"), nb::arg("scores"), nb::arg("reps"));
   m.def("search_options_layout", &search_options_layout);

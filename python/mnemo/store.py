@@ -228,6 +228,9 @@ class Store(OwnedHandle):
         # The last out_ids / out_scores checked by the torch fast path, with
         # their pointers and shape (_search_torch).
         self._torch_outs: Optional[tuple] = None
+        # The int32 the torch fast path's searches write their query check's
+        # verdict to (check_on_device), per device; read by device_status().
+        self._torch_status: Optional[Any] = None
 
     @classmethod
     def open(cls, runtime: "Runtime", path: PathLike) -> "Store":
@@ -532,6 +535,14 @@ class Store(OwnedHandle):
             (ids, scores float32), each [nq, k] (or [k] for a 1-D query),
             best first, ties broken by the smaller id. ids are uint64 numpy
             or CuPy arrays, int64 torch tensors (NO_ID reads as -1).
+
+        A torch CUDA tensor searched with the default options never waits
+        for the GPU: the queries' NaN/Inf check runs inside the search
+        (check_on_device), so a query holding NaN or infinity does not raise;
+        its row comes back as padding (ids -1, scores NaN), the other rows
+        are unaffected, and device_status() then returns
+        Status.E_NON_FINITE. Every other call checks its queries before the
+        search and raises MnemoError(E_NON_FINITE), writing nothing.
         """
         handle = self._handle
         if (handle is not None and filter_ids is None and filter_bitmap is None
@@ -554,6 +565,16 @@ class Store(OwnedHandle):
                         return found
         return self._search(queries, k, filter_ids, filter_bitmap, filter_count, apply_bias,
                             activation, now, touch, out_ids, out_scores, copy)
+
+    def device_status(self) -> Status:
+        """The verdict of the query check of the last search queued from a
+        torch CUDA tensor with the default options (Status.OK, or
+        Status.E_NON_FINITE when a query held NaN or infinity and its row
+        came back as padding). Waits for that search: it reads a device
+        word written at the search's point in the stream. Status.OK before
+        any such search; not written when the runtime's validation is off."""
+        t = self._torch_status
+        return Status.OK if t is None else Status(int(t[0].item()))
 
     def _search(self, queries: Any, k: Any, filter_ids: Any, filter_bitmap: Any,
                 filter_count: Optional[int], apply_bias: bool,
@@ -704,8 +725,12 @@ def _search_torch(store: Store, handle: int, q: Any, k: Any, out_ids: Any,
                     and _torch_out_ok(torch, scores, (torch.float32,), shape, device, sp)):
                 return None
             store._torch_outs = (ids, scores, (ip, sp, shape))
+    status = store._torch_status
+    if status is None or status.get_device() != device:
+        status = store._torch_status = torch.zeros(4, dtype=torch.int32, device=q.device)
     try:
-        _ext.search_device(handle, qp, nq, k, None, ip, sp, _torch_stream(torch, device))
+        _ext.search_device(handle, qp, nq, k, None, ip, sp, _torch_stream(torch, device),
+                           status.data_ptr())
     except MnemoError as exc:
         # An AUTO runtime may hold a small store in host memory.
         if exc.status == Status.E_BACKEND_UNAVAILABLE:

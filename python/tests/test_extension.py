@@ -45,7 +45,7 @@ def test_extension_surface() -> None:
         "configure": "make_error, numpy, aligned_empty",
         "search_host": "store, queries, k, opts, dim, out_ids, out_scores, strict",
         "search_host_ptr": "store, queries, nq, k, opts, ids, scores",
-        "search_device": "store, queries, nq, k, opts, ids, scores, stream",
+        "search_device": "store, queries, nq, k, opts, ids, scores, stream, status",
         "time_search_host": "store, queries, nq, k, ids, scores, reps",
         "search_options_layout": "",
         "library_address": "",
@@ -383,14 +383,33 @@ def test_device_refusals_write_nothing(torch_cuda, cuda_store) -> None:
 
 
 def test_device_nan_query(torch_cuda, cuda_store) -> None:
-    """A NaN query never yields a silent answer: MNEMO_E_NON_FINITE (validate
-    mode, the default), and the outputs as they were."""
+    """A NaN query never yields a silent answer. From a torch tensor with the
+    default options the check runs inside the search: the bad query's row
+    is padding (ids -1, scores NaN), the other rows are the host search's,
+    and device_status() says E_NON_FINITE, then OK after a clean search.
+    Through the general path (a conversion) it raises before the search,
+    writing nothing."""
     torch = torch_cuda
-    q = torch.from_numpy(ref.randn(np.random.default_rng(5), (2, 12))).cuda()
-    q[1, 3] = float("nan")
-    ids, scores = _device_poisoned(torch, (2, 3))
+    qh = ref.randn(np.random.default_rng(5), (3, 12))
+    want_ids, want_scores = cuda_store.search(qh, 3)
+    q = torch.from_numpy(qh).cuda()
+    assert cuda_store.device_status() == Status.OK
+    for bad in (float("nan"), float("inf")):
+        q[1, 3] = bad
+        ids, scores = _device_poisoned(torch, (3, 3))
+        got = cuda_store.search(q, 3, out_ids=ids, out_scores=scores)
+        assert got[0] is ids
+        assert cuda_store.device_status() == Status.E_NON_FINITE
+        host_ids = ids.cpu().numpy().view(np.uint64)
+        assert (host_ids[1] == mnemo.NO_ID).all() and bool(scores[1].isnan().all())
+        for row in (0, 2):
+            assert np.array_equal(host_ids[row], want_ids[row])
+            assert np.array_equal(scores[row].cpu().numpy(), want_scores[row])
+        cuda_store.search(torch.from_numpy(qh).cuda(), 3)
+        assert cuda_store.device_status() == Status.OK
+    ids, scores = _device_poisoned(torch, (3, 3))
     with pytest.raises(mnemo.MnemoError) as exc:
-        cuda_store.search(q, 3, out_ids=ids, out_scores=scores)
+        cuda_store.search(q.double(), 3, out_ids=ids, out_scores=scores)
         torch.cuda.synchronize()
     assert exc.value.status == Status.E_NON_FINITE
     _device_untouched(torch, ids, scores)
@@ -409,6 +428,7 @@ class _FakeTorch:
     float32 = _FakeDtype("float32", np.float32)
     float64 = _FakeDtype("float64", np.float64)
     int64 = _FakeDtype("int64", np.int64)
+    int32 = _FakeDtype("int32", np.int32)
 
     def __init__(self) -> None:
         torch = self
@@ -419,6 +439,10 @@ class _FakeTorch:
 
             def get_device(self) -> int:
                 return 0
+
+            @property
+            def device(self) -> str:
+                return "cuda:0"
 
             def dim(self) -> int:
                 return self.a.ndim
@@ -449,6 +473,9 @@ class _FakeTorch:
             return 0x5100 + device
         self._C = type("C", (), {"_cuda_getCurrentRawStream": staticmethod(raw_stream)})
 
+    def zeros(self, n: int, dtype: _FakeDtype, device: Any) -> Any:
+        return self.Tensor(mnemo.aligned_empty((n,), dtype.np), dtype)
+
     def tensor(self, a: np.ndarray) -> Any:
         dt = {np.dtype(np.float32): self.float32, np.dtype(np.float64): self.float64,
               np.dtype(np.int64): self.int64}[a.dtype]
@@ -471,7 +498,7 @@ class _DeviceExt:
 
     def search_device(self, *args: Any) -> None:
         self.calls.append(args)
-        ext.search_host_ptr(*args[:-1])
+        ext.search_host_ptr(*args[:-2])
 
     def __getattr__(self, name: str) -> Any:
         return getattr(ext, name)
@@ -493,8 +520,10 @@ def test_torch_fast_path_logic(cpu_rt, rng, monkeypatch) -> None:
 
     qt = torch.tensor(q)
     ids, scores = fast(store, store.handle, qt, 4, None, None)
-    (h, qp, nq, k, opts, ip, sp, stream), = dev_ext.calls
+    (h, qp, nq, k, opts, ip, sp, stream, status), = dev_ext.calls
     assert (h, qp, nq, k, opts, stream) == (store.handle, q.ctypes.data, 3, 4, None, 0x5100)
+    # The query check inside the search, its verdict in the store's status word.
+    assert status == store._torch_status.data_ptr() and status % mnemo.ALIGNMENT == 0
     assert (ip, sp) == (ids.data_ptr(), scores.data_ptr())
     assert ids.dtype is torch.int64 and scores.dtype is torch.float32
     assert np.array_equal(ids.a.view(np.uint64), want_ids) and np.array_equal(scores.a, want_scores)
