@@ -320,14 +320,16 @@ TEST(Errors, StoreSearch) {
   Buf<int32_t> status(4);
   o = def;
   o.device_status = status.data();
-  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT,
-                 "device_status", out);
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "device_status",
+                 out);
   // A caller of the header before them (80-byte options) gets their
   // defaults, whatever its bytes after the struct say.
   o = def;
   o.check_on_device = 7;
   o.struct_size = 80;
-  ASSERT_OK(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()));
+  Buf<uint64_t> ok_ids(nq * k);
+  Buf<float> ok_sc(nq * k);
+  ASSERT_OK(mnemo_store_search(s, qp, nq, k, &o, ok_ids.data(), ok_sc.data()));
   for (const int32_t kind : {3, -1, 100}) {
     o = def;
     o.filter_kind = kind;

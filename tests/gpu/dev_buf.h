@@ -15,7 +15,13 @@ class DevBuf {
     if (cudaMalloc(&p_, bytes ? bytes : 16) != cudaSuccess) p_ = nullptr;
   }
   DevBuf(const void* host, size_t bytes) : DevBuf(bytes) {
-    if (p_) cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice);
+    // From pageable memory cudaMemcpy may return before the copy lands, and
+    // the tests' non-blocking streams do not wait for the legacy stream: a
+    // check kernel then read half-copied targets (a NaN that was not there).
+    if (p_) {
+      cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice);
+      cudaDeviceSynchronize();
+    }
   }
   ~DevBuf() { cudaFree(p_); }
   DevBuf(const DevBuf&) = delete;

@@ -581,6 +581,7 @@ TEST(GpuActivationCases, DeviceEntryPointMatchesHostCall) {
               std::vector<unsigned char> poison(nq * k * 8, 0xAB);
               cudaMemcpy(di.get(), poison.data(), nq * k * 8, cudaMemcpyHostToDevice);
               cudaMemcpy(ds.get(), poison.data(), nq * k * 4, cudaMemcpyHostToDevice);
+              cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
               mt::Stream sm;
               ASSERT_OK(mnemo_store_search_device(st.gpu(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(),
                                                   ds.as<float>(), sm.s));

@@ -73,6 +73,7 @@ void expect_device_matches_host(const mnemo_store* s, const Matrix& q, size_t k,
   std::vector<unsigned char> poison(nq * k * 8, 0xAB);
   cudaMemcpy(di.get(), poison.data(), nq * k * 8, cudaMemcpyHostToDevice);
   cudaMemcpy(ds.get(), poison.data(), nq * k * 4, cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
   Stream st;
   ASSERT_OK(mnemo_store_search_device(s, dq.as<float>(), nq, k, o, di.as<uint64_t>(), ds.as<float>(), st.s));
   ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
@@ -227,9 +228,10 @@ TEST(GpuDeviceSearch, QueriesCheckedInsideTheSearch) {
         {
           DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
           cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+          cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
           Stream st;
-          ASSERT_OK(mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(),
-                                              st.s));
+          ASSERT_OK(
+              mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));
           ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
           int32_t verdict = -1;
           cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
@@ -242,6 +244,7 @@ TEST(GpuDeviceSearch, QueriesCheckedInsideTheSearch) {
         static_cast<float*>(q.data())[dim + dim / 2] = bad_value;
         DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
         cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+        cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
         Stream st;
         ASSERT_OK(
             mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));

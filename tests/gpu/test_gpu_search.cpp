@@ -186,8 +186,8 @@ std::vector<Case> cases() {
   // multi-block histogram prefilter before the exact radix selection).
   v.push_back({30011, 96, 1, 1000, kF32, kCos, kExact, 0});
   v.push_back({30011, 96, 3, 2000, kBF16, kL2, kExact, 0});
-  // Single queries on the scan fed by bulk copies (16-bit rows by default,
-  // f32 where MNEMO_SCAN_BULK=1 forces it): N below a warp, N not a
+  // Single queries on the scan fed by bulk copies (16-bit rows; f32 rows
+  // take the register-fed scan): N below a warp, N not a
   // multiple of the two-row unit, k = N past the register lists, the
   // longest register list, shared-memory lists up to 256, every row length
   // it is built for.
