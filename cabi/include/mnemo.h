@@ -436,15 +436,15 @@ typedef struct mnemo_search_options {
      touch = 1: the returned memories' last-access times become `now`,
      atomically with the search (the search then takes the store exclusively,
      like a write) and journaled in a durable store. */
-  uint32_t activation;  /* 0 (default) or 1 */
-  uint32_t normalize;   /* 0 (default) or 1; needs activation */
-  float w_relevance;    /* default 1 */
-  float w_recency;      /* default 0 */
-  float w_importance;   /* default 0 */
-  uint32_t touch;       /* 0 (default) or 1; needs activation */
-  double half_life;     /* seconds, > 0, may be +infinity; default 86400 */
-  double now;           /* seconds on the times' clock; NaN (default): the
-                           current UNIX time (CLOCK_REALTIME) of the call */
+  uint32_t activation; /* 0 (default) or 1 */
+  uint32_t normalize;  /* 0 (default) or 1; needs activation */
+  float w_relevance;   /* default 1 */
+  float w_recency;     /* default 0 */
+  float w_importance;  /* default 0 */
+  uint32_t touch;      /* 0 (default) or 1; needs activation */
+  double half_life;    /* seconds, > 0, may be +infinity; default 86400 */
+  double now;          /* seconds on the times' clock; NaN (default): the
+                          current UNIX time (CLOCK_REALTIME) of the call */
   /* mnemo_store_search_device only (absent from a struct_size of 80, the
      size before it: then 0 and NULL). check_on_device = 1: with validation
      on, the queries' non-finite check runs on the device inside the search

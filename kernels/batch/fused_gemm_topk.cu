@@ -11,9 +11,9 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "device/device_caps.h"
 #include "batch/fused_chunks.h"
 #include "batch/mma_frag.cuh"
+#include "device/device_caps.h"
 #include "scan/row_dot.cuh"
 
 namespace mnemo::cuda {

@@ -27,13 +27,13 @@
 #include <cuda/ptx>
 
 #include "batch/chunk_list.cuh"
-#include "device/device_caps.h"
 #include "batch/fused_chunks.h"
 #include "batch/fused_short.h"
 #include "batch/mma_frag.cuh"
-#include "scan/row_dot.cuh"
 #include "batch/stage_barriers.cuh"
+#include "device/device_caps.h"
 #include "device/tensor_map.h"
+#include "scan/row_dot.cuh"
 
 namespace mnemo::cuda {
 

@@ -25,11 +25,11 @@
 #include <cuda/ptx>
 
 #include "batch/chunk_list.cuh"
-#include "device/device_caps.h"
 #include "batch/fused_chunks.h"
 #include "batch/fused_wide.h"
 #include "batch/mma_frag.cuh"
 #include "batch/stage_barriers.cuh"
+#include "device/device_caps.h"
 #include "device/tensor_map.h"
 
 namespace mnemo::cuda {

@@ -110,8 +110,8 @@ __global__ void resample_data_kernel(ResampleRef r, unsigned long long* result) 
 
 }  // namespace
 
-void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores,
-                            int32_t* status, cudaStream_t st) {
+void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores, int32_t* status,
+                            cudaStream_t st) {
   if (nq == 0) return;
   poison_bad_rows_kernel<<<grid_for(nq * k), kThreads, 0, st>>>(bad, nq, k, ids, scores, status);
   MNEMO_CUDA_LAUNCHED("poison_bad_rows_kernel");

@@ -11,8 +11,8 @@
 
 #include <cfloat>
 
-#include "ops/op_kernels.h"
 #include "device/vec_load.cuh"
+#include "ops/op_kernels.h"
 
 namespace mnemo::cuda {
 

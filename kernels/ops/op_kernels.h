@@ -88,7 +88,7 @@ void launch_check_resample(const ResampleRef& r, bool finite, unsigned long long
 // launch_row_norms) turns row q of the results ([nq x k]) into padding
 // (MNEMO_NO_ID, NaN), and *status (an int32, or null) becomes
 // MNEMO_E_NON_FINITE when any query was bad, else MNEMO_OK.
-void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores,
-                            int32_t* status, cudaStream_t st);
+void launch_poison_bad_rows(const unsigned* bad, uint64_t nq, uint64_t k, uint64_t* ids, float* scores, int32_t* status,
+                            cudaStream_t st);
 
 }  // namespace mnemo::cuda

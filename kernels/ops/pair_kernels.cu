@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "ops/op_kernels.h"
 #include "device/vec_load.cuh"
+#include "ops/op_kernels.h"
 
 namespace mnemo::cuda {
 

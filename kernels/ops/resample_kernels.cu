@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
-#include "ops/op_kernels.h"
 #include "device/vec_load.cuh"
+#include "ops/op_kernels.h"
 
 namespace mnemo::cuda {
 

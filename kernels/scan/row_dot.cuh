@@ -5,8 +5,8 @@
 #pragma once
 
 #include "core/activation.h"
-#include "search/search_kernels.h"
 #include "device/vec_load.cuh"
+#include "search/search_kernels.h"
 
 namespace mnemo::cuda {
 

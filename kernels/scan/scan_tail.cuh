@@ -9,8 +9,8 @@
 #include <cuda/atomic>
 #include <type_traits>
 
-#include "select/list_merge.cuh"
 #include "search/search_kernels.h"
+#include "select/list_merge.cuh"
 
 namespace mnemo::cuda {
 

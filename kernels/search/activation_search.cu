@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "device/arena.h"
 #include "core/backend.h"
+#include "device/arena.h"
 #include "device/exec_context.h"
 #include "scan/row_dot.cuh"
 

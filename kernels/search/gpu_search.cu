@@ -7,14 +7,14 @@
 #include <cstring>
 #include <limits>
 
+#include "batch/fused_short.h"
+#include "batch/fused_wide.h"
 #include "device/arena.h"
-#include "select/compact_select.h"
 #include "device/cuda_backend.h"
 #include "device/device_args.h"
 #include "device/device_store.h"
-#include "batch/fused_short.h"
-#include "batch/fused_wide.h"
 #include "search/search_kernels.h"
+#include "select/compact_select.h"
 
 namespace mnemo::cuda {
 

@@ -9,8 +9,8 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_merge_sort.cuh>
 
-#include "select/compact_select.h"
 #include "search/search_kernels.h"
+#include "select/compact_select.h"
 
 namespace mnemo::cuda {
 
