@@ -104,8 +104,8 @@ class Bench:
         self.torch, self.mnemo, self.cuvs_peer = torch, mnemo, cuvs_peer
         torch.backends.cuda.matmul.allow_tf32 = False
         self.sync = torch.cuda.synchronize
-        # validate (the default) checks each query for NaN / Inf on the
-        # device and waits for that check before queuing the scan.
+        # validate (the default) checks each query for NaN / Inf; from a
+        # torch tensor inside the search, without waiting (check_on_device).
         self.rt = mnemo.Runtime(backend="cuda", validate=args.validate)
         self.rt_plain = mnemo.Runtime(backend="cuda", validate=False)
         self.rows: List[Dict[str, Any]] = []
@@ -224,6 +224,8 @@ class Bench:
             scores = torch.empty(10, dtype=torch.float32, device="cuda")
             h, qp, ip, sp = store.handle, q.data_ptr(), ids.data_ptr(), scores.data_ptr()
             stream = torch.cuda.current_stream().cuda_stream
+            store.search(q, 10)  # makes the store's status word (the query check inside the search)
+            status = store._torch_status.data_ptr()
             nosync = lambda: None  # noqa: E731
             # The kernel alone, on a runtime without the query check's wait.
             plain = mnemo_store(mnemo, self.rt_plain, torch, x)
@@ -233,8 +235,10 @@ class Bench:
                 ("device sync alone", self.time(lambda: None)),
                 ("kernel (CUDA events)", kernel_ms(torch, lambda: store.search(q, 10))),
                 ("C call, host side, no sync", wall_ms(
-                    lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream), nosync)),
+                    lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream, status), nosync)),
                 ("C call + sync", self.time(
+                    lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream, status))),
+                ("C call + sync, check waiting (check_on_device=0)", self.time(
                     lambda: ext.search_device(h, qp, 1, 10, None, ip, sp, stream))),
                 ("Store.search(q, out=...), no sync", wall_ms(
                     lambda: store.search(q, 10, out_ids=ids, out_scores=scores), nosync)),
