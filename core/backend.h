@@ -15,7 +15,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 4;
+constexpr int32_t kModuleInterfaceVersion = 5;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -124,6 +124,19 @@ struct Activation {
   ActRanges* ranges_out = nullptr;
 };
 
+// An inverted-file index's part of a search: only the probed lists' slots
+// and the hot tier are candidates. The coarse step (the queries against the
+// centroids, top nprobe) runs in the backend, so a device search never
+// waits for the host.
+struct IvfProbe {
+  const StoreView* centroids = nullptr;          // nlist slots, f32, the store's metric, ids 0..nlist-1
+  const StoreMirror* centroid_mirror = nullptr;  // this backend's copy, or null
+  const uint64_t* offsets = nullptr;             // host [nlist + 1]: list l holds slots [offsets[l], offsets[l+1])
+  const void* device_offsets = nullptr;          // the same on the backend's device (copy_to_device), or null
+  uint32_t nprobe = 0;                           // 1 .. nlist - 1
+  uint64_t hot_begin = 0;                        // slots [hot_begin, slots) are scanned by every query
+};
+
 struct SearchArgs {
   Placement place;  // queries, ids and scores on the device with a stream
   const StoreView* store = nullptr;
@@ -134,8 +147,16 @@ struct SearchArgs {
   const uint64_t* allow = nullptr;  // bitmap over slots; null = all allowed
   bool apply_bias = false;
   Activation act;
-  uint64_t* ids = nullptr;  // [nq x k]
-  float* scores = nullptr;  // [nq x k]
+  uint64_t* ids = nullptr;          // [nq x k]
+  float* scores = nullptr;          // [nq x k]
+  const IvfProbe* probe = nullptr;  // null: every slot is a candidate
+};
+
+// Memory a backend holds a copy of (list offsets on a device).
+class DeviceCopy {
+ public:
+  virtual ~DeviceCopy() = default;
+  virtual const void* data() const = 0;
 };
 
 class Backend {
@@ -164,6 +185,9 @@ class Backend {
 
   // A mirror for a new store, or null when the backend searches host memory.
   virtual std::unique_ptr<StoreMirror> attach_store(const StoreView& view) = 0;
+  // A copy of `bytes` of host memory in this backend's memory, or null when
+  // the backend reads host memory.
+  virtual std::unique_ptr<DeviceCopy> copy_to_device(const void* /*src*/, uint64_t /*bytes*/) { return nullptr; }
 };
 
 }  // namespace mnemo

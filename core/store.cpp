@@ -31,7 +31,10 @@ Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32
   mirror_ = home_->attach_store(view());
 }
 
-Store::~Store() = default;
+Store::~Store() {
+  // A background rebuild reads this store until it ends.
+  if (rebuild_.joinable()) rebuild_.join();
+}
 
 std::shared_lock<std::shared_mutex> Store::read_lock() const {
   { std::lock_guard<std::mutex> g(gate_); }
@@ -86,16 +89,27 @@ void journal_add(Journal& j, const uint64_t* ids, const void* vectors, DType vdt
 
 void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
                        const double* times, const float* importance, const uint64_t* pick, int team) {
+  if (track_dirty_) dirty_.insert(ids, ids + count);
   if (!shards_.empty()) {
     if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
-    return sharded_add(ids, vectors, vdt, count, times, importance);
+    sharded_add(ids, vectors, vdt, count, times, importance);
+    if (journal) maybe_rebuild_locked();
+    return;
   }
   // Plan first: which ids are new (repeated ids in the batch count once), so
-  // every allocation happens before the store changes.
-  std::unordered_map<uint64_t, uint64_t> fresh;  // id -> new slot
+  // every allocation happens before the store changes. An upserted memory
+  // of an index's list moves to the hot tier (its list no longer fits it).
+  std::unordered_map<uint64_t, uint64_t> fresh;      // id -> new slot
+  std::vector<std::pair<uint64_t, uint64_t>> moved;  // (id, old slot) leaving a list
   const uint64_t old_slots = slot_ids_.size();
-  for (uint64_t i = 0; i < count; ++i)
-    if (!slot_of_.count(ids[i]) && !fresh.count(ids[i])) fresh.emplace(ids[i], old_slots + fresh.size());
+  const uint64_t hot_begin = index_ ? index_->hot_begin() : 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (fresh.count(ids[i])) continue;
+    auto it = slot_of_.find(ids[i]);
+    if (it != slot_of_.end() && it->second >= hot_begin) continue;
+    if (it != slot_of_.end()) moved.emplace_back(ids[i], it->second);
+    fresh.emplace(ids[i], old_slots + fresh.size());
+  }
   const uint64_t new_slots = old_slots + fresh.size();
   vectors_.reserve(checked_bytes(checked_mul(new_slots, row_bytes_, "store size"), "store size"));
   slot_ids_.reserve(new_slots);
@@ -116,6 +130,20 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   biases_.resize(new_slots, 0.0f);
   times_.resize(new_slots, 0.0);
   importance_.resize(new_slots, 0.0f);
+  uint64_t moved_lo = UINT64_MAX, moved_hi = 0;
+  for (const auto& [id, old] : moved) {
+    const uint64_t slot = fresh.at(id);
+    biases_[slot] = biases_[old];
+    times_[slot] = times_[old];
+    importance_[slot] = importance_[old];
+    slot_ids_[old] = kNoId;
+    biases_[old] = 0.0f;
+    times_[old] = 0.0;
+    importance_[old] = 0.0f;
+    slot_of_.erase(id);
+    ++dead_;
+    moved_lo = std::min(moved_lo, old), moved_hi = std::max(moved_hi, old);
+  }
   for (const auto& [id, slot] : fresh) slot_ids_[slot] = id;
   slot_of_.merge(fresh);  // moves the nodes: no allocation after the plan
   const size_t in_row = dim_ * dtype_size(vdt);
@@ -151,8 +179,11 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     for (uint64_t slot : touched)
       if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
     if (lo <= hi) mirror_update(lo, hi - lo + 1);
+    if (moved_lo <= moved_hi) mirror_update(moved_lo, moved_hi - moved_lo + 1);
     if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots);
   }
+  if (!moved.empty() && dead_ * 4 > slot_ids_.size()) compact();
+  if (journal) maybe_rebuild_locked();
 }
 
 uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
@@ -168,7 +199,11 @@ uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal)
       any = shards_.empty() ? slot_of_.count(ids[i]) != 0 : owner_of(ids[i]) < shards_.size();
     if (any) journal_->append(JournalOp::remove, count, DType::f32, ids, nullptr, 0);
   }
-  if (!shards_.empty()) return sharded_remove(ids, count);
+  if (!shards_.empty()) {
+    const uint64_t removed = sharded_remove(ids, count);
+    if (journal && removed) maybe_rebuild_locked();
+    return removed;
+  }
   uint64_t removed = 0, lo = UINT64_MAX, hi = 0;
   for (uint64_t i = 0; i < count; ++i) {
     auto it = slot_of_.find(ids[i]);
@@ -189,14 +224,19 @@ uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal)
     compact();
   else
     mirror_update(lo, hi - lo + 1);
+  if (journal) maybe_rebuild_locked();
   return removed;
 }
 
 void Store::compact() {
   // Stable: live slots keep their relative order, so results do not move
   // among equal scores beyond the tie rule (which is by id anyway).
+  // An index's list bounds move down by the dead slots before them.
+  std::vector<uint64_t> bounds = index_ ? index_->offsets : std::vector<uint64_t>{};
+  size_t b = 0;
   uint64_t w = 0;
   for (uint64_t r = 0; r < slot_ids_.size(); ++r) {
+    while (b < bounds.size() && bounds[b] <= r) bounds[b++] = w;
     if (slot_ids_[r] == kNoId) continue;
     if (w != r) {
       std::memmove(vectors_.data() + w * row_bytes_, vectors_.data() + r * row_bytes_, row_bytes_);
@@ -216,6 +256,12 @@ void Store::compact() {
   importance_.resize(w);
   vectors_.resize(w * row_bytes_);
   dead_ = 0;
+  if (index_) {
+    while (b < bounds.size()) bounds[b++] = w;
+    index_->offsets = std::move(bounds);
+    if (index_->dev_offsets)
+      index_->dev_offsets = home_->copy_to_device(index_->offsets.data(), index_->offsets.size() * 8);
+  }
   mirror_update(0, w);
 }
 
@@ -413,6 +459,16 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   a.act = rank.act;
   a.ids = out_ids;
   a.scores = out_scores;
+  IvfProbe probe;
+  if (index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe <= index_->nlist()) {
+    probe.centroids = &index_->coarse->view();
+    probe.centroid_mirror = on_home ? index_->coarse->mirror() : nullptr;
+    probe.offsets = index_->offsets.data();
+    probe.device_offsets = on_home && index_->dev_offsets ? index_->dev_offsets->data() : nullptr;
+    probe.nprobe = rank.nprobe;
+    probe.hot_begin = index_->hot_begin();
+    a.probe = &probe;
+  }
   be.search(a);
 }
 
@@ -462,8 +518,10 @@ void Store::save(const std::string& path) const {
   if (!shards_.empty())
     replace_file(path, encode_store(contents_locked()));
   else
-    replace_file(path,
-                 [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+    replace_file(path, [&](int fd, const std::string& tmp) {
+      const IndexLayout L = layout_locked();
+      write_store_file(fd, tmp, view(), slot_of_.size(), seq, indexed_ ? &L : nullptr);
+    });
 }
 
 StoreContents Store::snapshot() const {
@@ -472,7 +530,8 @@ StoreContents Store::snapshot() const {
 }
 
 StoreContents Store::contents_locked() const {
-  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, {}, {}, journal_ ? journal_->last_seq() : 0};
+  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, {}, {}, journal_ ? journal_->last_seq() : 0, indexed_, {}};
+  if (indexed_) c.layout = layout_locked();
   if (!shards_.empty()) {
     // The shards' rows end to end: one snapshot for the whole store.
     for (const auto& sh : shards_) {
@@ -549,6 +608,25 @@ std::vector<T> record_values(const unsigned char* p, uint64_t count, const char*
 
 }  // namespace
 
+IndexLayout decode_layout(const JournalRecord& r, uint64_t dim) {
+  IndexLayout L;
+  L.nlist = r.flags;
+  const auto* d = static_cast<const unsigned char*>(r.data);
+  const uint64_t want = r.count * 4 + kIndexOptionBytes + uint64_t{L.nlist} * dim * 4;
+  if (r.data_bytes != want) fail(Code::corrupt, "an index record's size does not match its list count");
+  L.ids.assign(r.ids, r.ids + r.count);
+  L.lists.resize(r.count);
+  std::memcpy(L.lists.data(), d, r.count * 4);
+  for (uint32_t l : L.lists)
+    if (l >= L.nlist) fail(Code::corrupt, "an index record names a list past its list count");
+  L.opts = decode_index_options(d + r.count * 4);
+  L.centroids.resize(uint64_t{L.nlist} * dim);
+  std::memcpy(L.centroids.data(), d + r.count * 4 + kIndexOptionBytes, L.centroids.size() * 4);
+  for (float c : L.centroids)
+    if (!std::isfinite(c)) fail(Code::corrupt, "an index record's centroid is not finite");
+  return L;
+}
+
 void Store::apply(const JournalRecord& r) {
   auto lock = write_lock();
   const auto* data = static_cast<const unsigned char*>(r.data);
@@ -596,6 +674,8 @@ void Store::apply(const JournalRecord& r) {
       set_field_locked(r.op, r.ids, v.data(), r.count, false);
       break;
     }
+    case JournalOp::index_layout: apply_layout_locked(decode_layout(r, dim_), false); break;
+    case JournalOp::index_drop: drop_index_locked(false); break;
   }
 }
 
@@ -616,8 +696,10 @@ void Store::checkpoint() {
   if (!shards_.empty())
     replace_file(snapshot_path_, encode_store(contents_locked()));
   else
-    replace_file(snapshot_path_,
-                 [&](int fd, const std::string& tmp) { write_store_file(fd, tmp, view(), slot_of_.size(), seq); });
+    replace_file(snapshot_path_, [&](int fd, const std::string& tmp) {
+      const IndexLayout L = layout_locked();
+      write_store_file(fd, tmp, view(), slot_of_.size(), seq, indexed_ ? &L : nullptr);
+    });
   journal_->reset(seq);
 }
 

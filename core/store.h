@@ -5,16 +5,21 @@
 // journal (store_journal.h) before applying it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "aligned_buffer.h"
 #include "backend.h"
+#include "ivf/ivf_index.h"
 #include "runtime.h"
 #include "store_journal.h"
 
@@ -39,13 +44,16 @@ struct StoreContents {  // a consistent copy for saving
   std::vector<double> times;
   std::vector<float> importance;
   uint64_t seq = 0;  // the last journaled write these contents include
+  bool indexed = false;
+  IndexLayout layout;  // when indexed
 };
 
 // How a search ranks and what it does besides (mnemo_search_options).
 struct RankOptions {
   bool apply_bias = false;
   Activation act;
-  bool touch = false;  // returned memories' times become act.now
+  bool touch = false;   // returned memories' times become act.now
+  uint32_t nprobe = 0;  // lists read on an indexed store; 0: every memory
 };
 
 struct StoreStats {
@@ -95,6 +103,20 @@ class Store {
 
   StoreContents snapshot() const;
   StoreStats stats() const;
+
+  // The inverted-file index (store_index.cpp). build_index trains, assigns
+  // and lays the slots out (journaled), waiting for a background rebuild
+  // first; drop_index removes it; wait_index waits for a background rebuild
+  // and rethrows its failure.
+  void build_index(const IndexOptions& o);
+  void drop_index();
+  void wait_index();
+  IndexInfo index_info() const;
+  // The layout of the live memories now (for snapshots): nlist 0 without an
+  // index. Under the caller's read lock.
+  IndexLayout layout_locked() const;
+  // Lays a loaded or replayed layout out, without journaling.
+  void adopt_layout(const IndexLayout& l);
 
   // Takes the rows of a freshly loaded snapshot into an empty store without
   // copying them (vectors: [ids.size() x dim] in the store dtype, finite).
@@ -154,6 +176,22 @@ class Store {
   void mirror_update(uint64_t first, uint64_t count);
   void compact();
 
+  // Index internals (store_index.cpp). compute_layout samples, trains and
+  // assigns: with take_locks it takes the read lock in short pieces (the
+  // caller holds none), else the caller holds the lock.
+  IndexLayout compute_layout(const IndexOptions& o, bool take_locks);
+  // Re-lays this store (or each shard) out by `l`: memories in `dirty` or
+  // not named go to the hot tier. Under the write lock; journaled when asked.
+  void apply_layout_locked(const IndexLayout& l, bool journal);
+  void relayout_locked(const IndexLayout& l, const std::unordered_map<uint64_t, uint32_t>& list_of);
+  void drop_index_locked(bool journal);
+  // After a live write: starts a rebuild when the hot tier or the skew has
+  // passed its bound (under the write lock).
+  void maybe_rebuild_locked();
+  void run_rebuild(IndexOptions o);
+  bool index_bound_passed() const;
+  void index_counts(IndexInfo& info) const;
+
   const Runtime& rt_;
   const uint64_t dim_;
   const DType dtype_;
@@ -176,6 +214,20 @@ class Store {
   std::vector<std::unique_ptr<Store>> shards_;  // empty unless sharded
   std::unique_ptr<Journal> journal_;
   std::string snapshot_path_;
+  // The index: per shard in a sharded store; the parent keeps the options,
+  // the counters and the rebuild thread.
+  std::unique_ptr<IvfIndex> index_;
+  IndexOptions index_opts_;
+  bool indexed_ = false;  // parent: build_index was called and not dropped
+  uint64_t index_builds_ = 0;
+  double index_seconds_ = 0;
+  std::mutex build_mu_;       // one layout computed at a time
+  std::mutex rebuild_mu_;     // guards rebuild_ (taken with try_lock under the write lock)
+  bool track_dirty_ = false;  // a layout is being computed: note written ids
+  std::thread rebuild_;
+  std::atomic<bool> rebuilding_{false};
+  std::unordered_set<uint64_t> dirty_;  // ids written while a rebuild runs
+  std::exception_ptr rebuild_error_;
 };
 
 struct DurableOptions {
@@ -188,12 +240,16 @@ struct DurableOptions {
   Metric metric = Metric::cosine;
 };
 
+// The layout of a journaled index_layout record (store.cpp); throws corrupt.
+IndexLayout decode_layout(const JournalRecord& r, uint64_t dim);
+
 // Persistence (store_file.cpp). load_store puts the snapshot's journal
 // sequence into *seq when given.
 std::string encode_store(const StoreContents& c);
 // The snapshot file of the live slots of `v` (`live` of them), written to
 // `fd` in bounded pieces.
-void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq);
+void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq,
+                      const IndexLayout* index = nullptr);
 void save_store(const Store& store, const std::string& path);
 std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq = nullptr);
 // A store that survives crashes: snapshot plus journal (store_durable.cpp).

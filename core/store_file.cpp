@@ -1,9 +1,12 @@
-// The store file format (version 3), little-endian:
+// The store file format (version 4), little-endian:
 //   header  "MNEMOST1" u32 version u32 header_bytes u64 dim i32 dtype i32 metric
 //           u64 count u64 seq u64 xxh3(header fields before it)
 //   then five sections, each: u32 tag u32 zero u64 bytes <payload> u64 xxh3(payload)
 //           tag 1 ids [count] u64, tag 2 vectors [count x dim] dtype, tag 3 biases [count] f32,
 //           tag 4 last-access times [count] f64, tag 5 importance [count] f32
+//   then, in version 4 and only for a store with an index, one more section:
+//           tag 6 index: u32 nlist u32 zero, the index options (48 bytes), f32 centroids [nlist x dim],
+//           u32 list of each memory [count] in file order (0xffffffff: the hot tier)
 // seq is the last journaled write the file holds (0 without a journal), so a
 // durable store replays only the journal records after it. Version 1 files
 // (no seq) and version 2 files (no times or importance: zeros) are still read. Written to a temporary file, flushed,
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "checked.h"
@@ -32,12 +36,12 @@ namespace mnemo {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'O', 'S', 'T', '1'};
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 // Header bytes before the header checksum, by version.
 constexpr uint32_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 4 + 4 + 8;
 constexpr uint32_t kHeaderBytes = kHeaderBytesV1 + 8;
 constexpr uint64_t kSectionHead = 4 + 4 + 8, kSectionTail = 8;
-enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3, kTagTimes = 4, kTagImportance = 5 };
+enum : uint32_t { kTagIds = 1, kTagVectors = 2, kTagBiases = 3, kTagTimes = 4, kTagImportance = 5, kTagIndex = 6 };
 
 // One section: `entry` bytes per memory, held per slot at `slots` (save) or
 // per memory at `dest` (load).
@@ -164,7 +168,33 @@ class Out {
   bool hashing_ = false;
 };
 
-void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq) {
+// The index section: the layout's centroids and each written memory's list.
+void write_index(Out& out, const StoreView& v, uint64_t live, const IndexLayout& L) {
+  std::unordered_map<uint64_t, uint32_t> list_of;
+  list_of.reserve(L.ids.size());
+  for (uint64_t i = 0; i < L.ids.size(); ++i) list_of.emplace(L.ids[i], L.lists[i]);
+  std::vector<uint32_t> lists;
+  lists.reserve(live);
+  for (uint64_t s = 0; s < v.slots; ++s) {
+    if (v.ids[s] == kNoId) continue;
+    auto it = list_of.find(v.ids[s]);
+    lists.push_back(it == list_of.end() ? kHotList : it->second);
+  }
+  unsigned char opts[kIndexOptionBytes];
+  encode_index_options(L.opts, opts);
+  out.put<uint32_t>(kTagIndex);
+  out.put<uint32_t>(0);
+  out.put<uint64_t>(8 + kIndexOptionBytes + L.centroids.size() * 4 + lists.size() * 4);
+  out.begin_hash();
+  out.put<uint32_t>(L.nlist);
+  out.put<uint32_t>(0);
+  out.bytes(opts, kIndexOptionBytes);
+  out.bytes(L.centroids.data(), L.centroids.size() * 4);
+  out.bytes(lists.data(), lists.size() * 4);
+  out.put<uint64_t>(out.end_hash());
+}
+
+void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq, const IndexLayout* index) {
   const uint64_t row_bytes = v.dim * dtype_size(v.dtype);
   std::string h;
   auto put = [&](auto x) { h.append(reinterpret_cast<const char*>(&x), sizeof x); };
@@ -196,14 +226,16 @@ void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq) {
     if (written != live) fail(Code::internal, "store snapshot: live count disagrees with the slots");
     out.put<uint64_t>(out.end_hash());
   }
+  if (index) write_index(out, v, live, *index);
   out.flush();
 }
 
 }  // namespace
 
-void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq) {
+void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq,
+                      const IndexLayout* index) {
   Out out(fd, path, nullptr);
-  write_store(out, v, live, seq);
+  write_store(out, v, live, seq, index);
 }
 
 std::string encode_store(const StoreContents& c) {
@@ -219,7 +251,7 @@ std::string encode_store(const StoreContents& c) {
   v.importance = c.importance.data();
   std::string b;
   Out out(-1, "", &b);
-  write_store(out, v, c.ids.size(), c.seq);
+  write_store(out, v, c.ids.size(), c.seq, c.indexed ? &c.layout : nullptr);
   return b;
 }
 
@@ -270,6 +302,27 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   if (total > f.size())
     fail(Code::corrupt, path + ": truncated: the header claims " + std::to_string(count) + " memories (" +
                             std::to_string(total) + " bytes), the file holds " + std::to_string(f.size()) + " bytes");
+  // Version 4: an index section may follow; it must fill the rest exactly.
+  const uint64_t index_pos = total;
+  uint64_t index_bytes = 0;
+  if (version >= 4 && total < f.size()) {
+    if (f.size() - total < kSectionHead + kSectionTail + 8 + kIndexOptionBytes)
+      fail(Code::corrupt, path + ": trailing bytes after the last section");
+    unsigned char sh[kSectionHead + 8];
+    f.read_at(total, sh, sizeof sh, "index");
+    uint32_t tag, zero, nlist;
+    uint64_t size;
+    std::memcpy(&tag, sh, 4);
+    std::memcpy(&zero, sh + 4, 4);
+    std::memcpy(&size, sh + 8, 8);
+    std::memcpy(&nlist, sh + 16, 4);
+    if (tag != kTagIndex || zero != 0) fail(Code::corrupt, path + ": trailing bytes after the last section");
+    if (nlist > kMaxLists || size != 8 + kIndexOptionBytes + (uint64_t{nlist} * dim + count) * 4 ||
+        size != f.size() - total - kSectionHead - kSectionTail)
+      fail(Code::corrupt, path + ": the index section has the wrong size");
+    index_bytes = size;
+    total = f.size();
+  }
   if (total < f.size()) fail(Code::corrupt, path + ": trailing bytes after the last section");
 
   // Sizes are now bounded by the file's: allocate the store's own arrays and
@@ -316,10 +369,39 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
       fail(Code::corrupt, path + ": non-finite importance at position " + std::to_string(i));
   }
   if (non_finite) fail(Code::corrupt, path + ": non-finite vector element");
+  IndexLayout layout;
+  if (index_bytes > 0) {
+    std::vector<unsigned char> b(index_bytes);
+    HashState ih;
+    read_payload(f, index_pos + kSectionHead, b.data(), index_bytes, "index", ih.s, nullptr, 1);
+    uint64_t sum;
+    f.read_at(index_pos + kSectionHead + index_bytes, &sum, 8, "index");
+    if (sum != XXH3_64bits_digest(ih.s)) fail(Code::corrupt, path + ": checksum mismatch in the index section");
+    std::memcpy(&layout.nlist, b.data(), 4);
+    try {
+      layout.opts = decode_index_options(b.data() + 8);
+    } catch (const Error&) {
+      fail(Code::corrupt, path + ": the index section holds options no build could have made");
+    }
+    layout.centroids.resize(uint64_t{layout.nlist} * dim);
+    std::memcpy(layout.centroids.data(), b.data() + 8 + kIndexOptionBytes, layout.centroids.size() * 4);
+    for (float c : layout.centroids)
+      if (!std::isfinite(c)) fail(Code::corrupt, path + ": non-finite centroid in the index section");
+    const unsigned char* lp = b.data() + 8 + kIndexOptionBytes + layout.centroids.size() * 4;
+    for (uint64_t i = 0; i < count; ++i) {
+      uint32_t l;
+      std::memcpy(&l, lp + i * 4, 4);
+      if (l == kHotList) continue;
+      if (l >= layout.nlist) fail(Code::corrupt, path + ": the index section names a list past its list count");
+      layout.ids.push_back(ids[i]);
+      layout.lists.push_back(l);
+    }
+  }
   auto store = std::make_unique<Store>(rt, dim, dt, static_cast<Metric>(metric));
   const uint64_t bad =
       store->adopt(std::move(ids), std::move(vectors), std::move(biases), std::move(times), std::move(importance));
   if (bad != UINT64_MAX) fail(Code::corrupt, path + ": invalid or repeated id at position " + std::to_string(bad));
+  if (index_bytes > 0) store->adopt_layout(layout);
   if (seq_out) *seq_out = seq;
   return store;
 }

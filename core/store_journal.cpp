@@ -30,6 +30,7 @@
 #include "aligned_buffer.h"
 #include "checked.h"
 #include "error.h"
+#include "ivf/ivf_index.h"
 #include "store_io.h"
 
 namespace mnemo {
@@ -74,6 +75,19 @@ std::string header_bytes(const JournalShape& s, uint64_t base_seq) {
 bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint32_t flags, uint64_t& bytes) {
   try {
     const uint64_t ids = checked_mul(count, 8, "ids");
+    if (op == JournalOp::index_layout) {
+      // ids, their lists, the options block, the centroids (flags = nlist).
+      if (dt != DType::f32) return false;
+      bytes =
+          checked_add(checked_add(ids, checked_mul(count, 4, "lists"), "record"),
+                      checked_add(kIndexOptionBytes, checked_mul(flags, s.dim, 4, "centroids"), "record"), "record");
+      return true;
+    }
+    if (op == JournalOp::index_drop) {
+      bytes = 0;
+      return count == 0 && flags == 0;
+    }
+    if (count == 0) return false;
     if (flags != 0 && (op != JournalOp::add_memories || flags > 3)) return false;
     switch (op) {
       case JournalOp::add:
@@ -87,6 +101,8 @@ bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt,
       case JournalOp::set_bias:
       case JournalOp::set_importance: bytes = checked_add(ids, checked_mul(count, 4, "values"), "record"); return true;
       case JournalOp::set_times: bytes = checked_add(ids, checked_mul(count, 8, "times"), "record"); return true;
+      case JournalOp::index_layout:
+      case JournalOp::index_drop: return false;  // handled above
     }
   } catch (const Error&) {
   }
@@ -194,7 +210,7 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
     if (payload > left - kRecordHead || left - kRecordHead - payload < 8) break;  // torn: runs past the end
     const uint64_t end = pos + kRecordHead + payload + 8;
     uint64_t expect = 0;
-    const bool sane = count != 0 && dtype_field >= 0 && dtype <= 3 &&
+    const bool sane = dtype_field >= 0 && dtype <= 3 &&
                       payload_size(shape, op, count, static_cast<DType>(dtype), flags, expect) && expect == payload;
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, h, kRecordHead);
@@ -252,7 +268,7 @@ void Journal::append(JournalOp op, uint64_t count, DType dtype, uint32_t flags, 
   put<uint64_t>(r, last_seq_ + 1);
   put<uint64_t>(r, count);
   put<uint64_t>(r, payload);
-  const bool has_dtype = op == JournalOp::add || op == JournalOp::add_memories;
+  const bool has_dtype = op == JournalOp::add || op == JournalOp::add_memories || op == JournalOp::index_layout;
   put<int32_t>(r, has_dtype ? static_cast<int32_t>(static_cast<uint32_t>(dtype) | flags << 8) : 0);
   put<uint32_t>(r, head_check(r.data()));
   r.append(reinterpret_cast<const char*>(ids), count * 8);

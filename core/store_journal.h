@@ -20,7 +20,9 @@ enum class JournalOp : uint32_t {
   set_bias = 3,
   set_times = 4,
   set_importance = 5,
-  add_memories = 6  // add with times and/or importance (flags)
+  add_memories = 6,  // add with times and/or importance (flags)
+  index_layout = 7,  // an index built: flags = nlist; ids, then u32 lists, options, f32 centroids
+  index_drop = 8     // the index removed (no ids)
 };
 
 // Which optional arrays an add_memories record carries after its vectors.
@@ -39,7 +41,7 @@ struct JournalRecord {
   uint64_t seq;
   uint64_t count;
   DType dtype;          // add, add_memories: dtype of the vectors
-  uint32_t flags;       // add_memories: kJournalTimes | kJournalImportance
+  uint32_t flags;       // add_memories: kJournalTimes | kJournalImportance; index_layout: nlist
   const uint64_t* ids;  // [count]
   // add: vectors; add_memories: vectors, then f64 times and f32 importance
   // as flagged (unaligned after the vectors); set_bias, set_importance: f32

@@ -44,7 +44,7 @@ ABI_CHECK(offsetof(mnemo_runtime_report, shards) == 424);
 ABI_CHECK(offsetof(mnemo_runtime_report, device_count) == 428);
 ABI_CHECK(offsetof(mnemo_runtime_report, devices) == 432);
 
-ABI_CHECK(sizeof(mnemo_search_options) == 96);
+ABI_CHECK(sizeof(mnemo_search_options) == 104);
 ABI_CHECK(offsetof(mnemo_search_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_search_options, filter_kind) == 4);
 ABI_CHECK(offsetof(mnemo_search_options, filter_ids) == 8);
@@ -65,6 +65,29 @@ ABI_CHECK(offsetof(mnemo_search_options, now) == 72);
 ABI_CHECK(offsetof(mnemo_search_options, check_on_device) == 80);
 ABI_CHECK(offsetof(mnemo_search_options, reserved1) == 84);
 ABI_CHECK(offsetof(mnemo_search_options, device_status) == 88);
+/* Sublinear recall, appended after the 96 bytes of the device check. */
+ABI_CHECK(offsetof(mnemo_search_options, nprobe) == 96);
+ABI_CHECK(offsetof(mnemo_search_options, reserved2) == 100);
+
+ABI_CHECK(sizeof(mnemo_index_options) == 56);
+ABI_CHECK(offsetof(mnemo_index_options, nlist) == 4);
+ABI_CHECK(offsetof(mnemo_index_options, train_iters) == 8);
+ABI_CHECK(offsetof(mnemo_index_options, train_per_list) == 12);
+ABI_CHECK(offsetof(mnemo_index_options, seed) == 16);
+ABI_CHECK(offsetof(mnemo_index_options, rebuild_hot_fraction) == 24);
+ABI_CHECK(offsetof(mnemo_index_options, rebuild_hot_min) == 32);
+ABI_CHECK(offsetof(mnemo_index_options, rebuild_skew) == 40);
+ABI_CHECK(offsetof(mnemo_index_options, background) == 48);
+ABI_CHECK(offsetof(mnemo_index_options, reserved0) == 52);
+ABI_CHECK(sizeof(mnemo_index_info) == 56);
+ABI_CHECK(offsetof(mnemo_index_info, nlist) == 4);
+ABI_CHECK(offsetof(mnemo_index_info, indexed) == 8);
+ABI_CHECK(offsetof(mnemo_index_info, hot) == 16);
+ABI_CHECK(offsetof(mnemo_index_info, largest_list) == 24);
+ABI_CHECK(offsetof(mnemo_index_info, builds) == 32);
+ABI_CHECK(offsetof(mnemo_index_info, rebuilding) == 40);
+ABI_CHECK(offsetof(mnemo_index_info, reserved0) == 44);
+ABI_CHECK(offsetof(mnemo_index_info, last_build_seconds) == 48);
 
 ABI_CHECK(sizeof(mnemo_durable_options) == 32);
 ABI_CHECK(offsetof(mnemo_durable_options, struct_size) == 0);

@@ -73,7 +73,7 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define MNEMO_VERSION_MAJOR 0
-#define MNEMO_VERSION_MINOR 2
+#define MNEMO_VERSION_MINOR 3
 #define MNEMO_VERSION_PATCH 0
 /* Bumped only when a change breaks binary compatibility; it is the SOVERSION. */
 #define MNEMO_ABI_VERSION 1
@@ -462,6 +462,19 @@ typedef struct mnemo_search_options {
   uint32_t check_on_device; /* 0 (default) or 1 */
   uint32_t reserved1;       /* zero */
   int32_t* device_status;   /* default NULL */
+  /* Sublinear recall (absent from a struct_size of 96, the size before it:
+     then 0). On a store with an index (mnemo_store_build_index), nprobe > 0
+     reads only the nprobe lists whose centroids rank best for each query,
+     plus the hot tier (every memory written since the index was built),
+     which every such search scans exactly: a memory is found by the search
+     after the write that stored it. nprobe = 0 (default), nprobe >= the
+     store's list count, or a store without an index: the exact scan of every
+     memory. Within the lists read, scores, ties, filters, bias and
+     activation are those of the exact scan (with normalize, the min-max
+     ranges are taken over the candidates read); recall against the exact
+     scan depends on the data and on nprobe (mnemo eval --nprobe). */
+  uint32_t nprobe;
+  uint32_t reserved2; /* zero */
 } mnemo_search_options;
 
 MNEMO_API mnemo_search_options mnemo_search_options_default(void);
@@ -587,6 +600,83 @@ typedef struct mnemo_store_statistics {
 /* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).
    Thread safety: runs alongside searches. */
 MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_statistics* out);
+
+/* ------------------------------------------------------------------------ */
+/* Sublinear recall: an inverted-file index on a store                       */
+/* ------------------------------------------------------------------------ */
+
+/* mnemo_store_build_index trains nlist centroids by k-means on a sample of
+   the store's memories (the store's metric: cosine rows are clustered on the
+   unit sphere; dot stores are clustered by squared L2 and assigned by dot
+   product), assigns every memory to its best centroid and lays the store's
+   slots out list by list, so a list is one contiguous run read by the same
+   scan as the whole store. Searches with nprobe > 0
+   (mnemo_search_options) then read nprobe lists and the hot tier.
+   Writes after a build: a new memory, and an upserted one (which moves out
+   of its list, so its slot changes), go to the hot tier; a removed one is
+   tombstoned in place. The index is rebuilt (retrained and laid out again)
+   when the hot tier holds more than rebuild_hot_fraction of the indexed
+   memories and at least rebuild_hot_min, or when the largest list holds
+   more than rebuild_skew times the mean list (removes shrink lists unevenly).
+   With background = 1 the rebuild runs on a thread of the store: searches
+   go on with the old index meanwhile (writes too, except during the final
+   re-layout, which holds the store like a write); memories written during
+   the rebuild stay in the hot tier of the new index. In a durable store the
+   built layout (centroids and each memory's list) is journaled before the
+   build returns, and snapshots hold the index; a damaged index section is
+   refused like any other (MNEMO_E_CORRUPT). A sharded store builds one
+   index per shard. */
+typedef struct mnemo_index_options {
+  uint32_t struct_size;    /* sizeof(mnemo_index_options) */
+  uint32_t nlist;          /* lists; 0 (default): round(sqrt(count)), at least 1 */
+  uint32_t train_iters;    /* k-means iterations; 0 (default): 10 */
+  uint32_t train_per_list; /* training sample rows per list; 0 (default): 64 */
+  uint64_t seed;           /* sample and initial centroids; default 1 */
+  double rebuild_hot_fraction; /* default 0.25; +infinity: never rebuild for the hot tier */
+  uint64_t rebuild_hot_min;    /* default 4096 */
+  double rebuild_skew;         /* default 8; +infinity: never rebuild for skew */
+  uint32_t background;         /* 1 (default): automatic rebuilds on a thread; 0: inside the write */
+  uint32_t reserved0;          /* zero */
+} mnemo_index_options;
+
+MNEMO_API mnemo_index_options mnemo_index_options_default(void);
+
+/* Builds (or rebuilds) the store's index now and returns when it is in
+   place; a background rebuild under way is waited for first. A store with
+   fewer memories than lists gets one list per memory. opts may be NULL.
+   Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size, a fraction or skew
+   not > 0 or NaN, background not 0 or 1, nlist >= 2^23), IO (durable store:
+   the journal cannot be written; the store keeps its previous layout),
+   OUT_OF_MEMORY. Thread safety: searches run alongside the training and
+   assignment; the final re-layout is exclusive, like a write. */
+MNEMO_API mnemo_status mnemo_store_build_index(mnemo_store* store, const mnemo_index_options* opts);
+
+/* Removes the index (searches then always scan every memory); waits for a
+   background rebuild first. Journaled in a durable store. No index: OK. */
+MNEMO_API mnemo_status mnemo_store_drop_index(mnemo_store* store);
+
+/* Waits until no background rebuild is under way. */
+MNEMO_API mnemo_status mnemo_store_wait_index(mnemo_store* store);
+
+/* The state of a store's index. The caller sets struct_size first. A
+   sharded store reports the counts summed over its shards; nlist is the
+   list count of the centroids its shards share. */
+typedef struct mnemo_index_info {
+  uint32_t struct_size;   /* sizeof(mnemo_index_info), set by the caller */
+  uint32_t nlist;         /* lists; 0: no index */
+  uint64_t indexed;       /* live memories in lists */
+  uint64_t hot;           /* live memories in the hot tier */
+  uint64_t largest_list;  /* slots of the largest list */
+  uint64_t builds;        /* builds and rebuilds since the store was opened */
+  uint32_t rebuilding;    /* 1 while a background rebuild is under way */
+  uint32_t reserved0;     /* zero */
+  double last_build_seconds; /* wall time of the last build or rebuild */
+} mnemo_index_info;
+
+/* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small). A failed
+   background rebuild leaves the previous index; its error is reported by
+   the next mnemo_store_wait_index. */
+MNEMO_API mnemo_status mnemo_store_index_info(const mnemo_store* store, mnemo_index_info* out);
 
 /* ------------------------------------------------------------------------ */
 /* Sharded stores and the top-k merge                                        */

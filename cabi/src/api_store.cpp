@@ -21,6 +21,7 @@ constexpr uint64_t kMaxDim = 65536;
 constexpr uint32_t kSearchOptionsV1 = 40;
 static_assert(offsetof(mnemo_search_options, activation) == kSearchOptionsV1, "options grow at their end");
 static_assert(offsetof(mnemo_search_options, check_on_device) == 80, "options grow at their end");
+static_assert(offsetof(mnemo_search_options, nprobe) == 96, "options grow at their end");
 
 void need_ids_valid(const uint64_t* ids, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i)
@@ -295,7 +296,9 @@ void store_search(const mnemo_store* store, const float* queries, uint64_t nq, u
   }
   place.check_on_device = place.on_device && o.check_on_device == 1;
   place.device_status = o.device_status;
-  const RankOptions rank = rank_options(o);
+  RankOptions rank = rank_options(o);
+  if (o.reserved2 != 0) fail(Code::invalid_argument, "opts->reserved2 must be zero");
+  rank.nprobe = o.nprobe;
   SearchFilter f;
   switch (o.filter_kind) {
     case MNEMO_FILTER_NONE: break;

@@ -25,6 +25,8 @@ constexpr uint64_t kBlock = 64;
 // Slots a thread takes at a time from a large store.
 constexpr uint64_t kChunk = 4096;
 
+}  // namespace
+
 // Scores slots [lo, hi) for queries q[0..m) into tops[0..m).
 void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t lo,
                 uint64_t hi, TopK* tops) {
@@ -50,10 +52,9 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
   }
 }
 
-}  // namespace
-
 void CpuBackend::search(const SearchArgs& a) {
   const StoreView& s = *a.store;
+  if (a.probe) return ivf_search(*this, a, threads());
   if (a.act.on && a.act.normalize) return normalized_search(a, threads());
   if (a.nq >= gemm_min_queries_ && s.slots >= kGemmMinSlots) return gemm_search(a, threads());
   // The selector never needs more room than there are slots.

@@ -78,10 +78,29 @@ inline void write_results(std::vector<Hit> hits, const SearchArgs& a, uint64_t q
   }
 }
 
+// Scores slots [lo, hi) for queries q[0..m) (norms qn) into tops[0..m)
+// (cpu_search.cpp).
+void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t lo,
+                uint64_t hi, TopK* tops);
+
+// A run of candidate slots [lo, hi).
+struct Span {
+  uint64_t lo, hi;
+};
+
 // The GEMM path (gemm_search.cpp): sgemm tiles, candidates re-scored.
 void gemm_search(const SearchArgs& a, int threads);
 // Normalised activation (activation_search.cpp): every candidate's
 // relevance kept per query, ranges taken, then keys and selection.
 void normalized_search(const SearchArgs& a, int threads);
+// The same for one query group whose candidates are the live, allowed slots
+// of `spans` (queries q0 .. q0 + m).
+void normalized_group(const SearchArgs& a, uint64_t q0, uint64_t m, const std::vector<Span>& spans, int threads);
+// A search over an inverted-file index (ivf_search.cpp): the coarse step on
+// `self`, then each query's probed lists and the hot tier.
+void ivf_search(Backend& self, const SearchArgs& a, int threads);
+// Query qi's candidate spans: its probed lists (lists [nq x nprobe], list
+// numbers; out-of-range entries skipped) and the hot tier, empty ones left out.
+std::vector<Span> probe_spans(const IvfProbe& p, uint64_t slots, const uint64_t* lists, uint64_t qi);
 
 }  // namespace mnemo::cpu

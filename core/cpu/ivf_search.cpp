@@ -1,0 +1,113 @@
+// Search over an inverted-file index on the CPU. The coarse step is an
+// ordinary search of the queries against the centroids (k = nprobe), so it
+// takes the GEMM path for batches. Each query then reads only its probed
+// lists and the hot tier: one query spreads its spans' rows over the
+// threads in chunks; a batch gives each thread whole queries. Results keep
+// the library's total order, so they do not depend on the thread count, and
+// with every list probed they equal the exact scan's.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "parallel_errors.h"
+#include "search_common.h"
+
+namespace mnemo::cpu {
+
+namespace {
+
+constexpr uint64_t kChunk = 4096;
+
+int thread_index() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+// Spans cut into pieces of at most kChunk slots.
+std::vector<Span> pieces_of(const std::vector<Span>& spans) {
+  std::vector<Span> out;
+  for (const Span& sp : spans)
+    for (uint64_t lo = sp.lo; lo < sp.hi; lo += kChunk) out.push_back({lo, std::min(sp.hi, lo + kChunk)});
+  return out;
+}
+
+}  // namespace
+
+std::vector<Span> probe_spans(const IvfProbe& p, uint64_t slots, const uint64_t* lists, uint64_t qi) {
+  const uint64_t nlist = p.centroids->slots;
+  std::vector<uint64_t> mine(lists + qi * p.nprobe, lists + (qi + 1) * p.nprobe);
+  // In slot order: neighbouring lists are read as one run.
+  std::sort(mine.begin(), mine.end());
+  std::vector<Span> spans;
+  for (uint64_t l : mine) {
+    if (l >= nlist) continue;  // fewer lists than nprobe answered
+    const uint64_t lo = p.offsets[l], hi = std::min(p.offsets[l + 1], slots);
+    if (lo >= hi) continue;
+    if (!spans.empty() && spans.back().hi == lo)
+      spans.back().hi = hi;
+    else
+      spans.push_back({lo, hi});
+  }
+  if (p.hot_begin < slots) spans.push_back({p.hot_begin, slots});
+  return spans;
+}
+
+void ivf_search(Backend& self, const SearchArgs& a, int nt) {
+  const IvfProbe& p = *a.probe;
+  const StoreView& s = *a.store;
+  // Coarse step: the nprobe best lists of every query.
+  std::vector<uint64_t> lists(a.nq * p.nprobe);
+  std::vector<float> coarse_scores(a.nq * p.nprobe);
+  SearchArgs c;
+  c.store = p.centroids;
+  c.queries = a.queries;
+  c.nq = a.nq;
+  c.k = p.nprobe;
+  c.ids = lists.data();
+  c.scores = coarse_scores.data();
+  self.search(c);
+
+  if (a.act.on && a.act.normalize) {
+    for (uint64_t qi = 0; qi < a.nq; ++qi) normalized_group(a, qi, 1, probe_spans(p, s.slots, lists.data(), qi), nt);
+    return;
+  }
+  const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
+  ParallelErrors errors;
+  if (a.nq == 1) {
+    const std::vector<Span> pieces = pieces_of(probe_spans(p, s.slots, lists.data(), 0));
+    const float qn = query_norm(a.queries, s.dim);
+    std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
+    std::atomic<uint64_t> next{0};
+#pragma omp parallel num_threads(nt) if (pieces.size() > 1)
+    errors.run([&] {
+      TopK& top = parts[static_cast<size_t>(thread_index())];
+      for (uint64_t i = next++; i < pieces.size(); i = next++)
+        scan_range(s, a, a.queries, 1, &qn, pieces[i].lo, pieces[i].hi, &top);
+    });
+    errors.rethrow();
+    for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
+    write_results(parts[0].take_sorted(), a, 0, s.metric);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t i = 0; i < static_cast<int64_t>(a.nq); ++i) {
+    errors.run([&] {
+      const uint64_t qi = static_cast<uint64_t>(i);
+      const float* q = a.queries + qi * s.dim;
+      const float qn = query_norm(q, s.dim);
+      TopK top(cap);
+      for (const Span& sp : probe_spans(p, s.slots, lists.data(), qi)) scan_range(s, a, q, 1, &qn, sp.lo, sp.hi, &top);
+      write_results(top.take_sorted(), a, qi, s.metric);
+    });
+  }
+  errors.rethrow();
+}
+
+}  // namespace mnemo::cpu
