@@ -4,7 +4,7 @@
 //   then five sections, each: u32 tag u32 zero u64 bytes <payload> u64 xxh3(payload)
 //           tag 1 ids [count] u64, tag 2 vectors [count x dim] dtype, tag 3 biases [count] f32,
 //           tag 4 last-access times [count] f64, tag 5 importance [count] f32
-//   then, in version 4 and only for a store with an index, one more section:
+//   then, in version 4 (written for a store with an index; version 3 without), one more section:
 //           tag 6 index: u32 nlist u32 zero, the index options (48 bytes), f32 centroids [nlist x dim],
 //           u32 list of each memory [count] in file order (0xffffffff: the hot tier)
 // seq is the last journaled write the file holds (0 without a journal), so a
@@ -199,7 +199,9 @@ void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq, cons
   std::string h;
   auto put = [&](auto x) { h.append(reinterpret_cast<const char*>(&x), sizeof x); };
   h.append(kMagic, 8);
-  put(kFormatVersion);
+  // The version says whether the index section follows, so a file cut
+  // right before it is refused rather than opened without its index.
+  put(index ? kFormatVersion : uint32_t{3});
   put(kHeaderBytes);
   put(static_cast<uint64_t>(v.dim));
   put(static_cast<int32_t>(v.dtype));
@@ -208,7 +210,7 @@ void write_store(Out& out, const StoreView& v, uint64_t live, uint64_t seq, cons
   put(seq);
   put(static_cast<uint64_t>(XXH3_64bits(h.data(), h.size())));
   out.bytes(h.data(), h.size());
-  for (const Section& s : sections(kFormatVersion, row_bytes, &v, LoadTargets{})) {
+  for (const Section& s : sections(3, row_bytes, &v, LoadTargets{})) {
     out.put<uint32_t>(s.tag);
     out.put<uint32_t>(0);
     out.put<uint64_t>(checked_mul(live, s.entry, s.name));
@@ -305,9 +307,9 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
   // Version 4: an index section may follow; it must fill the rest exactly.
   const uint64_t index_pos = total;
   uint64_t index_bytes = 0;
-  if (version >= 4 && total < f.size()) {
-    if (f.size() - total < kSectionHead + kSectionTail + 8 + kIndexOptionBytes)
-      fail(Code::corrupt, path + ": trailing bytes after the last section");
+  if (version >= 4) {
+    if (total > f.size() || f.size() - total < kSectionHead + kSectionTail + 8 + kIndexOptionBytes)
+      fail(Code::corrupt, path + ": truncated: the index section is missing");
     unsigned char sh[kSectionHead + 8];
     f.read_at(total, sh, sizeof sh, "index");
     uint32_t tag, zero, nlist;

@@ -25,7 +25,7 @@ constexpr double kEpoch = 1.6e9;
 template <class T>
 using AVec = cli::AVec<T>;
 
-enum class Kind { add, remove, set_bias, checkpoint, add_memories, set_times, set_importance, touch };
+enum class Kind { add, remove, set_bias, checkpoint, add_memories, set_times, set_importance, touch, build_index };
 struct Op {
   Kind kind;
   AVec<uint64_t> ids;
@@ -59,9 +59,10 @@ inline Op op_at(uint64_t seed, uint64_t i) {
             : pick < 79 ? Kind::set_bias
             : pick < 86 ? Kind::set_times
             : pick < 92 ? Kind::set_importance
-            : pick < 97 ? Kind::touch
+            : pick < 95 ? Kind::touch
+            : pick < 97 ? Kind::build_index
                         : Kind::checkpoint;
-  if (op.kind == Kind::checkpoint) return op;
+  if (op.kind == Kind::checkpoint || op.kind == Kind::build_index) return op;
   const uint64_t n = 1 + next(3);
   while (op.ids.size() < n) {  // distinct ids
     const uint64_t id = 1 + next(kUniverse);
@@ -144,6 +145,13 @@ inline mnemo_status run_op(mnemo_store* s, const Op& op) {
       return mnemo_store_search(s, op.values.data(), 1, op.k, &o, ids.data(), scores.data());
     }
     case Kind::checkpoint: return mnemo_store_checkpoint(s);
+    case Kind::build_index: {
+      // A layout changes where memories lie, never what the store holds.
+      mnemo_index_options o = mnemo_index_options_default();
+      o.nlist = 3;
+      o.background = 0;
+      return mnemo_store_build_index(s, &o);
+    }
   }
   return MNEMO_E_INTERNAL;
 }
@@ -212,7 +220,8 @@ inline void apply(Model& m, const Op& op) {
     case Kind::touch:
       for (uint64_t id : touched(m, op)) m[id].time = op.now;
       break;
-    case Kind::checkpoint: break;
+    case Kind::checkpoint:
+    case Kind::build_index: break;
   }
 }
 

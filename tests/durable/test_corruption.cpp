@@ -79,6 +79,11 @@ TEST(Corruption, EveryBitFlipAndTruncationOfASnapshotIsRefused) {
       ASSERT_OK(crash::run_op(s, op));
       crash::apply(m, op);
     }
+    // An index too: its section is damaged and cut like every other.
+    mnemo_index_options io = mnemo_index_options_default();
+    io.nlist = 2;
+    io.background = 0;
+    ASSERT_OK(mnemo_store_build_index(s, &io));
     ASSERT_OK(mnemo_store_checkpoint(s));
     ASSERT_GT(m.size(), 2u);
   }
