@@ -1,4 +1,6 @@
-// mnemo build: store the vectors of a file (ids are row numbers) and save it.
+// mnemo build: store the vectors of a file (ids are row numbers), optionally
+// build its inverted-file index (--index ivf), and save it: the saved store
+// (or the durable store's snapshot) carries the index.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -6,16 +8,21 @@
 #include "commands.h"
 #include "common.h"
 #include "formats.h"
+#include "index_ops.h"
 #include "store_ops.h"
 
 namespace cli {
 
 int cmd_build(int argc, char** argv) {
-  Args a(argc, argv, 2, {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance"},
+  Args a(argc, argv, 2,
+         {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance", "index", "nlist",
+          "train-iters", "index-seed"},
          {"durable"});
   const std::string out = a.str("out");
   const int32_t metric = parse_metric(a.str("metric", "l2"));
   const int32_t dtype = parse_dtype(a.str("dtype", "f32"));
+  bool indexed = false;
+  const mnemo_index_options index = index_options(a, false, &indexed);
   Runtime rt(a);
   double t0 = now_seconds();
   const FloatRows m = read_vectors(a.str("input"));
@@ -49,6 +56,9 @@ int cmd_build(int argc, char** argv) {
   t0 = now_seconds();
   add_rows(s.s, m, a.has("times") ? &times : nullptr, a.has("importance") ? &importance : nullptr);
   const double t_add = now_seconds() - t0;
+  // In a durable store the layout is journaled here, and the checkpoint
+  // below writes it into the snapshot.
+  const double t_index = indexed ? build_index(s.s, index) : 0.0;
   t0 = now_seconds();
   if (a.has("durable"))
     check(mnemo_store_checkpoint(s.s), "checkpointing");
@@ -61,6 +71,8 @@ int cmd_build(int argc, char** argv) {
   std::printf("built %s: %llu vectors x %llu %s, %s; load %.2f s, add %.2f s, save %.2f s; host %.1f MB\n", out.c_str(),
               static_cast<unsigned long long>(st.vectors), static_cast<unsigned long long>(m.dim), dtype_name(dtype),
               metric_name(metric), t_load, t_add, t_save, st.host_bytes / 1e6);
+  if (indexed)
+    std::printf("index: %s (%.2f s with the call); search with --nprobe N\n", index_summary(s.s).c_str(), t_index);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common.h"
 #include "formats.h"
+#include "index_ops.h"
 #include "store_ops.h"
 
 namespace cli {
@@ -49,11 +50,17 @@ mnemo_search_options activation_options(const Args& a) {
 int cmd_search(int argc, char** argv) {
   Args a(argc, argv, 2,
          {"store", "queries", "k", "out", "batch", "backend", "precision", "threads", "recency-half-life", "now",
-          "w-rel", "w-rec", "w-imp"},
+          "w-rel", "w-rec", "w-imp", "nprobe"},
          {"durable", "normalize", "touch"});
   const uint64_t k = a.num("k");
   if (k == 0) throw UsageError("--k must be at least 1");
-  const mnemo_search_options opts = activation_options(a);
+  mnemo_search_options opts = activation_options(a);
+  // Lists of the store's index to read (mnemo build --index ivf); 0: exact.
+  if (a.has("nprobe")) {
+    const uint64_t nprobe = a.num("nprobe");
+    if (nprobe > UINT32_MAX) throw UsageError("--nprobe must be at most " + std::to_string(UINT32_MAX));
+    opts.nprobe = static_cast<uint32_t>(nprobe);
+  }
   Runtime rt(a);
   Store s;
   const std::string path = a.str("store");
@@ -63,6 +70,13 @@ int cmd_search(int argc, char** argv) {
     check(mnemo_store_open(rt.rt, path.c_str(), &s.s), "opening the store");
   const FloatRows q = read_vectors(a.str("queries"));
   check_dim(s.s, q, a.str("queries"));
+  std::string probed;
+  if (opts.nprobe != 0) {
+    const mnemo_index_info info = index_info(s.s);
+    probed = info.nlist == 0
+                 ? ", nprobe " + std::to_string(opts.nprobe) + " (the store has no index: exact scan)"
+                 : ", nprobe " + std::to_string(opts.nprobe) + " of " + std::to_string(info.nlist) + " lists";
+  }
   AVec<uint64_t> ids;
   AVec<float> scores;
   const double secs = search_rows(s.s, q, k, a.num("batch", 1024), ids, scores, &opts);
@@ -94,9 +108,9 @@ int cmd_search(int argc, char** argv) {
       }
     if (std::ferror(f.get())) throw Error("cannot write '" + out + "'");
   }
-  std::fprintf(stderr, "searched %llu queries, k = %llu on %s: %.3f s (%.0f queries/s)%s%s\n",
-               static_cast<unsigned long long>(q.rows), static_cast<unsigned long long>(k), rt.describe().c_str(), secs,
-               q.rows / secs, out == "-" ? "" : ", results in ", out == "-" ? "" : out.c_str());
+  std::fprintf(stderr, "searched %llu queries, k = %llu on %s%s: %.3f s (%.0f queries/s)%s%s\n",
+               static_cast<unsigned long long>(q.rows), static_cast<unsigned long long>(k), rt.describe().c_str(),
+               probed.c_str(), secs, q.rows / secs, out == "-" ? "" : ", results in ", out == "-" ? "" : out.c_str());
   return 0;
 }
 

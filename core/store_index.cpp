@@ -197,7 +197,6 @@ void Store::apply_layout_locked(const IndexLayout& L, bool journal) {
     for (auto& sh : shards_) sh->relayout_locked(L, list_of);
   index_opts_ = L.opts;
   indexed_ = true;
-  ++index_builds_;
   dirty_.clear();
   track_dirty_ = false;
 }
@@ -233,6 +232,7 @@ void Store::build_index(const IndexOptions& o) {
     IndexLayout L = compute_layout(o, true);
     auto lock = write_lock();
     apply_layout_locked(L, true);
+    ++index_builds_;
     index_seconds_ = seconds_since(t0);
   } catch (...) {
     auto lock = write_lock();
@@ -340,6 +340,7 @@ void Store::maybe_rebuild_locked() {
     if (!b.owns_lock()) return;
     const auto t0 = std::chrono::steady_clock::now();
     apply_layout_locked(compute_layout(index_opts_, false), true);
+    ++index_builds_;
     index_seconds_ = seconds_since(t0);
     return;
   }
@@ -361,6 +362,7 @@ void Store::run_rebuild(IndexOptions o) {
     // Dropped, or rebuilt by a build_index, meanwhile: nothing to do.
     if (indexed_ && track_dirty_) {
       apply_layout_locked(L, true);
+      ++index_builds_;
       index_seconds_ = seconds_since(t0);
     }
   } catch (...) {

@@ -624,8 +624,9 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
    the rebuild stay in the hot tier of the new index. In a durable store the
    built layout (centroids and each memory's list) is journaled before the
    build returns, and snapshots hold the index; a damaged index section is
-   refused like any other (MNEMO_E_CORRUPT). A sharded store builds one
-   index per shard. */
+   refused like any other (MNEMO_E_CORRUPT). A sharded store trains one
+   set of centroids over all its memories; each shard lays its own memories
+   out by them (nprobe then reads nprobe lists in every shard). */
 typedef struct mnemo_index_options {
   uint32_t struct_size;    /* sizeof(mnemo_index_options) */
   uint32_t nlist;          /* lists; 0 (default): round(sqrt(count)), at least 1 */
@@ -667,7 +668,8 @@ typedef struct mnemo_index_info {
   uint64_t indexed;       /* live memories in lists */
   uint64_t hot;           /* live memories in the hot tier */
   uint64_t largest_list;  /* slots of the largest list */
-  uint64_t builds;        /* builds and rebuilds since the store was opened */
+  uint64_t builds;        /* builds and rebuilds since the store was opened
+                             (a layout loaded or replayed is not counted) */
   uint32_t rebuilding;    /* 1 while a background rebuild is under way */
   uint32_t reserved0;     /* zero */
   double last_build_seconds; /* wall time of the last build or rebuild */

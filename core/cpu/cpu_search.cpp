@@ -54,7 +54,7 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
 
 void CpuBackend::search(const SearchArgs& a) {
   const StoreView& s = *a.store;
-  if (a.probe) return ivf_search(*this, a, threads());
+  if (a.probe) return ivf_search(*this, a, threads(), a.nq >= gemm_min_queries_);
   if (a.act.on && a.act.normalize) return normalized_search(a, threads());
   if (a.nq >= gemm_min_queries_ && s.slots >= kGemmMinSlots) return gemm_search(a, threads());
   // The selector never needs more room than there are slots.

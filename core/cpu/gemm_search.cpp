@@ -84,7 +84,13 @@ struct QueryState {
 
 }  // namespace
 
-void gemm_search(const SearchArgs& a, int threads) {
+std::vector<GemmItem> gemm_tiles(uint64_t lo, uint64_t hi, const uint32_t* queries, uint64_t m) {
+  std::vector<GemmItem> out;
+  for (uint64_t r = lo; r < hi; r += kTileRows) out.push_back({r, std::min(hi, r + kTileRows), queries, m});
+  return out;
+}
+
+void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* plan) {
   const StoreView& s = *a.store;
   const uint64_t D = s.dim, nq = a.nq;
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
@@ -113,7 +119,11 @@ void gemm_search(const SearchArgs& a, int threads) {
   BlasSingleThread blas_guard;
   const int nt = threads;
   std::vector<std::vector<QueryState>> state(static_cast<size_t>(nt));
-  const uint64_t tiles = (s.slots + kTileRows - 1) / kTileRows;
+  // The work: the plan's items, or every tile of the store for every query.
+  std::vector<GemmItem> whole;
+  if (!plan) whole = gemm_tiles(0, s.slots, nullptr, nq);
+  const std::vector<GemmItem>& items = plan ? *plan : whole;
+  const uint64_t tiles = items.size();
   ParallelErrors errors;
   // Tiles come from a shared counter: a thread that loses its core does not
   // hold the others up, and any split gives the same result.
@@ -130,21 +140,31 @@ void gemm_search(const SearchArgs& a, int threads) {
     std::vector<float> wide(s.dtype == DType::f32 ? 0 : kTileRows * D);
     std::vector<float> tile(std::min(nq, kQueryChunk) * kTileRows);
     std::vector<float> extra(a.act.on ? kTileRows : 0);  // the tile's activation terms, shared by its queries
+    std::vector<float> gathered;                         // an item's queries, when it names them
     for (uint64_t ti = next++; ti < tiles; ti = next++) {
-      const uint64_t r0 = ti * kTileRows, n = std::min(kTileRows, s.slots - r0);
+      const GemmItem& it = items[ti];
+      const uint64_t r0 = it.lo, n = it.hi - it.lo;
+      const float* qbase = a.queries;
+      if (it.queries) {
+        gathered.resize(it.m * D);
+        for (uint64_t j = 0; j < it.m; ++j)
+          std::copy(a.queries + uint64_t{it.queries[j]} * D, a.queries + (uint64_t{it.queries[j]} + 1) * D,
+                    gathered.data() + j * D);
+        qbase = gathered.data();
+      }
       const float* x = reinterpret_cast<const float*>(base + r0 * row_bytes);
       if (s.dtype != DType::f32) {
         simd::widen(base + r0 * row_bytes, s.dtype, n * D, wide.data());
         x = wide.data();
       }
       if (a.act.on) activation_extras_of(s, a, r0, n, extra.data());
-      for (uint64_t q0 = 0; q0 < nq; q0 += kQueryChunk) {
-        const uint64_t m = std::min(kQueryChunk, nq - q0);
+      for (uint64_t q0 = 0; q0 < it.m; q0 += kQueryChunk) {
+        const uint64_t m = std::min(kQueryChunk, it.m - q0);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-                    static_cast<int>(D), 1.0f, a.queries + q0 * D, static_cast<int>(D), x, static_cast<int>(D), 0.0f,
+                    static_cast<int>(D), 1.0f, qbase + q0 * D, static_cast<int>(D), x, static_cast<int>(D), 0.0f,
                     tile.data(), static_cast<int>(n));
         for (uint64_t j = 0; j < m; ++j) {
-          const uint64_t q = q0 + j;
+          const uint64_t q = it.queries ? uint64_t{it.queries[q0 + j]} : q0 + j;
           QueryState& qs = st[q];
           const float* row = tile.data() + j * n;
           for (uint64_t r = 0; r < n; ++r) {

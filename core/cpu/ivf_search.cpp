@@ -13,6 +13,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu_backend.h"
 #include "parallel_errors.h"
 #include "search_common.h"
 
@@ -21,6 +22,7 @@ namespace mnemo::cpu {
 namespace {
 
 constexpr uint64_t kChunk = 4096;
+constexpr uint64_t kTeamMinBytes = uint64_t{4} << 20;
 
 int thread_index() {
 #ifdef _OPENMP
@@ -59,7 +61,7 @@ std::vector<Span> probe_spans(const IvfProbe& p, uint64_t slots, const uint64_t*
   return spans;
 }
 
-void ivf_search(Backend& self, const SearchArgs& a, int nt) {
+void ivf_search(Backend& self, const SearchArgs& a, int nt, bool batch) {
   const IvfProbe& p = *a.probe;
   const StoreView& s = *a.store;
   // Coarse step: the nprobe best lists of every query.
@@ -78,6 +80,27 @@ void ivf_search(Backend& self, const SearchArgs& a, int nt) {
     for (uint64_t qi = 0; qi < a.nq; ++qi) normalized_group(a, qi, 1, probe_spans(p, s.slots, lists.data(), qi), nt);
     return;
   }
+  if (batch && s.slots >= kGemmMinSlots) {
+    // A batch through sgemm: each list against the queries that probe it
+    // (its rows read once for all of them), the hot tier against all.
+    const uint64_t nlist = p.centroids->slots;
+    std::vector<std::vector<uint32_t>> askers(nlist);
+    for (uint64_t qi = 0; qi < a.nq; ++qi)
+      for (uint64_t j = 0; j < p.nprobe; ++j) {
+        const uint64_t l = lists[qi * p.nprobe + j];
+        if (l < nlist) askers[l].push_back(static_cast<uint32_t>(qi));
+      }
+    std::vector<GemmItem> plan;
+    for (uint64_t l = 0; l < nlist; ++l) {
+      if (askers[l].empty()) continue;
+      const uint64_t hi = std::min(p.offsets[l + 1], s.slots);
+      const auto t = gemm_tiles(p.offsets[l], hi, askers[l].data(), askers[l].size());
+      plan.insert(plan.end(), t.begin(), t.end());
+    }
+    const auto hot = gemm_tiles(std::min(p.hot_begin, s.slots), s.slots, nullptr, a.nq);
+    plan.insert(plan.end(), hot.begin(), hot.end());
+    return gemm_search(a, nt, &plan);
+  }
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
   ParallelErrors errors;
   if (a.nq == 1) {
@@ -85,7 +108,12 @@ void ivf_search(Backend& self, const SearchArgs& a, int nt) {
     const float qn = query_norm(a.queries, s.dim);
     std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
     std::atomic<uint64_t> next{0};
-#pragma omp parallel num_threads(nt) if (pieces.size() > 1)
+    // A thread team costs more than a few megabytes take to read (and, on a
+    // loaded machine, waits for a core): small probes run on this thread.
+    uint64_t rows = 0;
+    for (const Span& sp : pieces) rows += sp.hi - sp.lo;
+    const bool team = pieces.size() > 1 && rows * s.dim * dtype_size(s.dtype) >= kTeamMinBytes;
+#pragma omp parallel num_threads(nt) if (team)
     errors.run([&] {
       TopK& top = parts[static_cast<size_t>(thread_index())];
       for (uint64_t i = next++; i < pieces.size(); i = next++)

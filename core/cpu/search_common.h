@@ -88,8 +88,19 @@ struct Span {
   uint64_t lo, hi;
 };
 
-// The GEMM path (gemm_search.cpp): sgemm tiles, candidates re-scored.
-void gemm_search(const SearchArgs& a, int threads);
+// One piece of GEMM work: slots [lo, hi) against the m queries listed
+// (null: queries 0 .. m-1, every query of the search).
+struct GemmItem {
+  uint64_t lo, hi;
+  const uint32_t* queries;
+  uint64_t m;
+};
+// [lo, hi) cut into the GEMM path's tiles, each for the same queries.
+std::vector<GemmItem> gemm_tiles(uint64_t lo, uint64_t hi, const uint32_t* queries, uint64_t m);
+// The GEMM path (gemm_search.cpp): sgemm tiles, candidates re-scored. With
+// a plan, each query's candidates are the slots of the items naming it (an
+// index's probed lists); without, every slot for every query.
+void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* plan = nullptr);
 // Normalised activation (activation_search.cpp): every candidate's
 // relevance kept per query, ranges taken, then keys and selection.
 void normalized_search(const SearchArgs& a, int threads);
@@ -97,8 +108,9 @@ void normalized_search(const SearchArgs& a, int threads);
 // of `spans` (queries q0 .. q0 + m).
 void normalized_group(const SearchArgs& a, uint64_t q0, uint64_t m, const std::vector<Span>& spans, int threads);
 // A search over an inverted-file index (ivf_search.cpp): the coarse step on
-// `self`, then each query's probed lists and the hot tier.
-void ivf_search(Backend& self, const SearchArgs& a, int threads);
+// `self`, then each query's probed lists and the hot tier (batch: through
+// the GEMM path, list by list).
+void ivf_search(Backend& self, const SearchArgs& a, int threads, bool batch);
 // Query qi's candidate spans: its probed lists (lists [nq x nprobe], list
 // numbers; out-of-range entries skipped) and the hot tier, empty ones left out.
 std::vector<Span> probe_spans(const IvfProbe& p, uint64_t slots, const uint64_t* lists, uint64_t qi);

@@ -253,10 +253,20 @@ class OptionsView {
   const mnemo_search_options* get() const {
     return held_ ? static_cast<const mnemo_search_options*>(view_.buf) : nullptr;
   }
+  // The options to pass with `nprobe` applied: nprobe = 0 keeps the given
+  // options (or NULL, the defaults) as they are; else a copy of them (or of
+  // the defaults) whose nprobe is `nprobe`.
+  const mnemo_search_options* with_nprobe(uint32_t nprobe) {
+    if (nprobe == 0) return get();
+    probed_ = held_ ? *get() : mnemo_search_options_default();
+    probed_.nprobe = nprobe;
+    return &probed_;
+  }
 
  private:
   Py_buffer view_;
   bool held_ = false;
+  mnemo_search_options probed_{};
 };
 
 const mnemo_store* store_of(uintptr_t handle) { return reinterpret_cast<const mnemo_store*>(handle); }
@@ -270,10 +280,12 @@ const mnemo_store* store_of(uintptr_t handle) { return reinterpret_cast<const mn
 //   strict: False returns None, having called nothing, when an argument is
 //     not usable as it is (the caller then converts it, or raises its own
 //     error); True raises MnemoTypeError / MnemoValueError instead.
+//   nprobe: lists of the store's index to read (mnemo_search_options.nprobe);
+//     0 leaves opts' own nprobe (0 with opts None: the exact scan).
 // Returns (ids, scores); a failed call raises MnemoError with the library's
 // status and message, and the outputs are left as they were.
 nb::object search_host(uintptr_t store, nb::handle queries, nb::handle k_obj, nb::handle opts, uint64_t dim,
-                       nb::handle out_ids, nb::handle out_scores, bool strict) {
+                       nb::handle out_ids, nb::handle out_scores, bool strict, uint32_t nprobe) {
   if (!strict) {
     // The fast path takes exact numpy arrays and a plain int k only.
     if (Py_TYPE(queries.ptr()) != (PyTypeObject*)hooks.ndarray) return nb::none();
@@ -346,7 +358,7 @@ nb::object search_host(uintptr_t store, nb::handle queries, nb::handle k_obj, nb
   }
 
   OptionsView o(opts);
-  const mnemo_search_options* options = o.get();
+  const mnemo_search_options* options = o.with_nprobe(nprobe);
   const float* qp = static_cast<const float*>(q.data());
   CallResult r;
   {
@@ -380,15 +392,18 @@ void search_host_ptr(uintptr_t store, uintptr_t queries, uint64_t nq, uint64_t k
 // status (an int32 in device memory, or 0) with opts None: the default
 // options with the queries' check inside the search (check_on_device), its
 // verdict written there, so the call never waits for the stream.
+// nprobe: as search_host's (with a status too: the defaults plus nprobe).
 void search_device(uintptr_t store, uintptr_t queries, uint64_t nq, uint64_t k, nb::handle opts, uintptr_t ids,
-                   uintptr_t scores, uintptr_t stream, uintptr_t status) {
+                   uintptr_t scores, uintptr_t stream, uintptr_t status, uint32_t nprobe) {
   OptionsView o(opts);
   mnemo_search_options checked = mnemo_search_options_default();
-  const mnemo_search_options* used = o.get();
+  if (status != 0 && o.get() != nullptr)
+    throw nb::value_error("search_device: a device status goes with the default options only");
+  const mnemo_search_options* used = o.with_nprobe(nprobe);
   if (status != 0) {
-    if (used != nullptr) throw nb::value_error("search_device: a device status goes with the default options only");
     checked.check_on_device = 1;
     checked.device_status = reinterpret_cast<int32_t*>(status);
+    checked.nprobe = nprobe;
     used = &checked;
   }
   CallResult r;
@@ -456,6 +471,8 @@ nb::dict search_options_layout() {
   MNEMO_FIELD(check_on_device);
   MNEMO_FIELD(reserved1);
   MNEMO_FIELD(device_status);
+  MNEMO_FIELD(nprobe);
+  MNEMO_FIELD(reserved2);
 #undef MNEMO_FIELD
   return d;
 }
@@ -473,11 +490,13 @@ NB_MODULE(_mnemo_ext, m) {
       nb::make_tuple("mnemo_store_search", "mnemo_store_search_device", "mnemo_last_error", "mnemo_abi_version");
   m.def("configure", &configure, nb::arg("make_error"), nb::arg("numpy"), nb::arg("aligned_empty"));
   m.def("search_host", &search_host, nb::arg("store"), nb::arg("queries"), nb::arg("k"), nb::arg("opts").none(),
-        nb::arg("dim"), nb::arg("out_ids").none(), nb::arg("out_scores").none(), nb::arg("strict"));
+        nb::arg("dim"), nb::arg("out_ids").none(), nb::arg("out_scores").none(), nb::arg("strict"),
+        nb::arg("nprobe") = 0);
   m.def("search_host_ptr", &search_host_ptr, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"));
   m.def("search_device", &search_device, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
-        nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"), nb::arg("stream"), nb::arg("status") = 0);
+        nb::arg("opts").none(), nb::arg("ids"), nb::arg("scores"), nb::arg("stream"), nb::arg("status") = 0,
+        nb::arg("nprobe") = 0);
   m.def("time_search_host", &time_search_host, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("ids"), nb::arg("scores"), nb::arg("reps"));
   m.def("search_options_layout", &search_options_layout);

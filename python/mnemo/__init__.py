@@ -33,10 +33,10 @@ from .errors import LibraryLoadError, MnemoError, MnemoTypeError, MnemoValueErro
 from .merge import topk_merge
 from .ops import layer_norm, normalize_rows, resample, score_pairs, similarity
 from .runtime import Runtime, RuntimeInfo
-from .store import (NO_ID, Activation, MemoryMeta, Store, StoreShape, StoreStats,
+from .store import (NO_ID, Activation, IndexInfo, MemoryMeta, Store, StoreShape, StoreStats,
                     bitmap_from_mask)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def open_durable(runtime: Runtime, path: "str | os.PathLike[str]", dim: int = 0,
@@ -70,7 +70,7 @@ __all__ = [
     "Backend", "DType", "FilterKind", "Metric", "Precision", "Status",
     "LibraryLoadError", "MnemoError", "MnemoTypeError", "MnemoValueError",
     "Runtime", "RuntimeInfo", "Store", "StoreShape", "StoreStats", "open_durable",
-    "Activation", "MemoryMeta",
+    "Activation", "IndexInfo", "MemoryMeta",
     "aligned_array", "aligned_empty", "aligned_zeros", "is_aligned",
     "bf16_to_f32", "f32_to_bf16", "bitmap_from_mask", "topk_merge",
     "similarity", "score_pairs", "resample", "normalize_rows", "layer_norm",

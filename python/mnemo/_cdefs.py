@@ -75,6 +75,9 @@ class SearchOptions(Structure):
         ("check_on_device", c_uint32),
         ("reserved1", c_uint32),
         ("device_status", c_void_p),
+        # Sublinear recall (96 to 104 bytes).
+        ("nprobe", c_uint32),
+        ("reserved2", c_uint32),
     ]
 
 
@@ -108,6 +111,39 @@ class StoreStatistics(Structure):
         ("shards", c_uint32),
         ("reserved1", c_uint32),
         ("shard_vectors", c_uint64 * MAX_SHARDS),
+    ]
+
+
+class IndexOptions(Structure):
+    """struct mnemo_index_options."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("nlist", c_uint32),
+        ("train_iters", c_uint32),
+        ("train_per_list", c_uint32),
+        ("seed", c_uint64),
+        ("rebuild_hot_fraction", c_double),
+        ("rebuild_hot_min", c_uint64),
+        ("rebuild_skew", c_double),
+        ("background", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+class IndexInfo(Structure):
+    """struct mnemo_index_info."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("nlist", c_uint32),
+        ("indexed", c_uint64),
+        ("hot", c_uint64),
+        ("largest_list", c_uint64),
+        ("builds", c_uint64),
+        ("rebuilding", c_uint32),
+        ("reserved0", c_uint32),
+        ("last_build_seconds", c_double),
     ]
 
 
@@ -171,6 +207,11 @@ PROTOTYPES = {
                                             POINTER(_H)]),
     "mnemo_store_checkpoint": (c_status, [_H]),
     "mnemo_store_stats": (c_status, [_H, POINTER(StoreStatistics)]),
+    "mnemo_index_options_default": (IndexOptions, []),
+    "mnemo_store_build_index": (c_status, [_H, POINTER(IndexOptions)]),
+    "mnemo_store_drop_index": (c_status, [_H]),
+    "mnemo_store_wait_index": (c_status, [_H]),
+    "mnemo_store_index_info": (c_status, [_H, POINTER(IndexInfo)]),
     "mnemo_topk_merge": (c_status, [_I32, _U64, _U64, _U64, _P, _P, _P, _P]),
     "mnemo_score_pairs": (c_status, [_H, _I32, _P, _I32, _U64, _U64, _P, _P,
                                      _I32, _U64, _P]),

@@ -112,9 +112,9 @@ class _Shard:
 
     def search(self, queries: np.ndarray, k: int, apply_bias: bool,
                filter_ids: Optional[np.ndarray], activation: Any = None,
-               now: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
+               now: Optional[float] = None, nprobe: int = 0) -> Tuple[np.ndarray, np.ndarray]:
         from .arrays import aligned_array
-        kw: Dict[str, Any] = {"apply_bias": apply_bias}
+        kw: Dict[str, Any] = {"apply_bias": apply_bias, "nprobe": nprobe}
         if activation is not None:
             kw["activation"] = activation
             kw["now"] = now
@@ -127,6 +127,18 @@ class _Shard:
 
     def checkpoint(self) -> None:
         self._store.checkpoint()
+
+    def build_index(self, options: Dict[str, Any]) -> None:
+        self._store.build_index(**options)
+
+    def drop_index(self) -> None:
+        self._store.drop_index()
+
+    def wait_index(self) -> None:
+        self._store.wait_index()
+
+    def index_info(self) -> Any:
+        return self._store.index_info()
 
 
 class ShardedStore:
@@ -272,8 +284,12 @@ class ShardedStore:
 
     def search(self, queries: np.ndarray, k: int, *, apply_bias: bool = False,
                filter_ids: Any = None, activation: Any = None, now: Optional[float] = None,
-               touch: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+               touch: bool = False, nprobe: int = 0) -> Tuple[np.ndarray, np.ndarray]:
         """k best memories of every query over all shards: (ids, scores) [nq x k].
+
+        nprobe as Store.search takes it, applied by every shard to its own
+        index (build_index): each shard reads its nprobe nearest lists and its
+        hot tier; nprobe >= every shard's nlist (or 0) is the exact search.
 
         activation, now and touch as Store.search takes them, with two
         differences that come from the shards being separate stores:
@@ -284,7 +300,8 @@ class ShardedStore:
         separate stores do not share: Activation(normalize=True) raises
         MnemoValueError (MNEMO_E_UNSUPPORTED); a store sharded inside one
         process (Runtime shards) supports it."""
-        from .store import Activation
+        from .store import Activation, _check_nprobe
+        nprobe = _check_nprobe(nprobe)
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q.reshape(1, -1)
@@ -296,7 +313,8 @@ class ShardedStore:
             raise MnemoValueError(Status.E_UNSUPPORTED,
                                   "min-max normalisation over Ray shards: the shards do not share their ranges")
         at = None if act is None else (time.time() if now is None else float(now))
-        out = self._call_all("search", [(q, int(k), bool(apply_bias), f, act, at) for _ in self._actors])
+        out = self._call_all("search", [(q, int(k), bool(apply_bias), f, act, at, nprobe)
+                                        for _ in self._actors])
         ids, scores = topk_merge([o[0] for o in out], [o[1] for o in out], self.metric)
         if touch:
             hit = np.unique(ids[ids != np.uint64(2**64 - 1)])
@@ -314,6 +332,49 @@ class ShardedStore:
     def checkpoint(self) -> None:
         """A new snapshot on every shard (each journal starts afresh)."""
         self._call_all("checkpoint", [() for _ in self._actors])
+
+    def build_index(self, nlist: int = 0, train_iters: int = 0, train_per_list: int = 0,
+                    seed: int = 1, rebuild_hot_fraction: float = 0.25,
+                    rebuild_hot_min: int = 4096, rebuild_skew: float = 8.0,
+                    background: bool = True) -> None:
+        """Builds an inverted-file index on every shard, all at once, with
+        the arguments of Store.build_index (nlist lists per shard; 0: the
+        square root of the shard's count). Each shard's durable store
+        journals its layout, so a restarted actor reopens with its index.
+        The arguments are checked here, before any shard is called."""
+        from .store import _index_options
+        options = dict(nlist=nlist, train_iters=train_iters, train_per_list=train_per_list,
+                       seed=seed, rebuild_hot_fraction=rebuild_hot_fraction,
+                       rebuild_hot_min=rebuild_hot_min, rebuild_skew=rebuild_skew,
+                       background=background)
+        _index_options(**options)
+        self._call_all("build_index", [(options,) for _ in self._actors])
+
+    def drop_index(self) -> None:
+        """Removes every shard's index (searches are then exact)."""
+        self._call_all("drop_index", [() for _ in self._actors])
+
+    def wait_index(self) -> None:
+        """Waits for the background rebuilds of every shard."""
+        self._call_all("wait_index", [() for _ in self._actors])
+
+    def index_info(self, per_shard: bool = False) -> Any:
+        """The shards' index state: with per_shard, a list of IndexInfo in
+        shard order; else one IndexInfo adding up the shards' nlist (each
+        shard trains its own centroids, so this is the lists of all of
+        them), indexed, hot and builds (largest_list and last_build_seconds:
+        the largest; rebuilding: any shard)."""
+        from .store import IndexInfo
+        infos = self._call_all("index_info", [() for _ in self._actors])
+        if per_shard:
+            return infos
+        return IndexInfo(nlist=sum(i.nlist for i in infos),
+                         indexed=sum(i.indexed for i in infos),
+                         hot=sum(i.hot for i in infos),
+                         largest_list=max((i.largest_list for i in infos), default=0),
+                         builds=sum(i.builds for i in infos),
+                         rebuilding=any(i.rebuilding for i in infos),
+                         last_build_seconds=max((i.last_build_seconds for i in infos), default=0.0))
 
     def close(self) -> None:
         """Ends the actors (their files stay)."""

@@ -43,6 +43,8 @@ _DATA_DTYPES = (np.float32, np.float16, np.uint16)
 # The smallest magnitude that rounds to infinity in float32 (max + half an ulp).
 _F32_OVERFLOW = float(np.finfo(np.float32).max) * (1 + 2.0**-25)
 
+_U32_MAX = 2**32 - 1
+
 
 def _is_real(value: Any) -> bool:
     """A Python or numpy real number (bool excluded: True is no weight)."""
@@ -63,6 +65,69 @@ class StoreStats:
     journal_records: int
     journal_bytes: int
     sequence: int
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """The state of a store's inverted-file index (struct mnemo_index_info).
+    A store sharded by its runtime reports the counts summed over its
+    shards; nlist is the list count of the centroids its shards share.
+
+    Attributes:
+        nlist: lists; 0 when the store has no index.
+        indexed: live memories in lists.
+        hot: live memories in the hot tier (written since the last build;
+            every search with nprobe > 0 scans them exactly).
+        largest_list: slots of the largest list.
+        builds: builds and rebuilds since the store was opened.
+        rebuilding: a background rebuild is under way.
+        last_build_seconds: wall time of the last build or rebuild.
+    """
+
+    nlist: int
+    indexed: int
+    hot: int
+    largest_list: int
+    builds: int
+    rebuilding: bool
+    last_build_seconds: float
+
+
+def _check_count(value: Any, name: str, limit: int = _U32_MAX) -> int:
+    """A non-negative int up to `limit` (a C uint32_t by default): ctypes
+    would wrap a negative value silently and truncate a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise MnemoTypeError(Status.E_DTYPE, f"{name} must be an int, not {type(value).__name__}")
+    v = int(value)
+    if v < 0:
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"{name} must be >= 0, not {v}")
+    if v > limit:
+        raise MnemoValueError(Status.E_OUT_OF_RANGE, f"{name} = {v} is above its maximum {limit}")
+    return v
+
+
+def _check_nprobe(nprobe: Any) -> int:
+    """Store.search's nprobe: an int in [0, 2**32)."""
+    if type(nprobe) is int and 0 <= nprobe <= _U32_MAX:
+        return nprobe
+    if isinstance(nprobe, (bool, np.bool_)) or not isinstance(nprobe, (int, np.integer)):
+        raise MnemoTypeError(Status.E_DTYPE, "nprobe must be an int (lists of the index to read; "
+                                             f"0: the exact scan), not {type(nprobe).__name__}")
+    if nprobe < 0:
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"nprobe must be >= 0 (lists of the index "
+                                                         f"to read; 0: the exact scan), not {nprobe}")
+    return _check_count(nprobe, "nprobe")
+
+
+def _check_positive(value: Any, name: str) -> float:
+    """A real number > 0 (math.inf allowed)."""
+    if not _is_real(value):
+        raise MnemoTypeError(Status.E_DTYPE, f"{name} must be a real number, not {value!r}")
+    v = float(value)
+    if not v > 0:  # NaN fails too
+        raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                              f"{name} must be > 0 (math.inf: never), not {v}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -184,6 +249,25 @@ def _set_activation(opts: Any, activation: Union[Activation, bool, None],
     opts.now = float(now)
 
 
+def _index_options(nlist: Any, train_iters: Any, train_per_list: Any, seed: Any,
+                   rebuild_hot_fraction: Any, rebuild_hot_min: Any, rebuild_skew: Any,
+                   background: Any) -> Any:
+    """A mnemo_index_options of Store.build_index's arguments, checked."""
+    opts = lib.mnemo_index_options_default()
+    opts.nlist = _check_count(nlist, "nlist")
+    opts.train_iters = _check_count(train_iters, "train_iters")
+    opts.train_per_list = _check_count(train_per_list, "train_per_list")
+    opts.seed = check_u64(seed, "seed")
+    opts.rebuild_hot_fraction = _check_positive(rebuild_hot_fraction, "rebuild_hot_fraction")
+    opts.rebuild_hot_min = check_u64(rebuild_hot_min, "rebuild_hot_min")
+    opts.rebuild_skew = _check_positive(rebuild_skew, "rebuild_skew")
+    if not isinstance(background, (bool, np.bool_)):
+        raise MnemoTypeError(Status.E_DTYPE,
+                             f"background must be a bool, not {type(background).__name__}")
+    opts.background = 1 if background else 0
+    return opts
+
+
 def bitmap_from_mask(mask: Any) -> np.ndarray:
     """Packs a bool mask over slots into the uint64 words of a slot bitmap:
     bit s of word s // 64 is set when slot s is allowed."""
@@ -299,6 +383,67 @@ class Store(OwnedHandle):
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""
         check(lib.mnemo_store_save(self.handle, _c_path(path)))
+
+    # Sublinear recall: the inverted-file index.
+
+    def build_index(self, nlist: int = 0, train_iters: int = 0, train_per_list: int = 0,
+                    seed: int = 1, rebuild_hot_fraction: float = 0.25,
+                    rebuild_hot_min: int = 4096, rebuild_skew: float = 8.0,
+                    background: bool = True) -> None:
+        """Builds (or rebuilds) the store's inverted-file index and returns
+        when it is in place (mnemo_store_build_index): k-means centroids
+        trained on a sample of the memories, every memory assigned to its
+        best list and the slots laid out list by list. search(nprobe=n) with
+        n > 0 then reads only the n lists nearest each query, plus the hot
+        tier: every memory written since the build (new and upserted ones),
+        scanned exactly, so a new memory is found at once. The index is kept
+        by save() and, in a durable store, journaled before this returns.
+
+        Args:
+            nlist: lists; 0: round(sqrt(count)), at least 1 (a store with
+                fewer memories than lists gets one list per memory); below
+                2**23.
+            train_iters: k-means iterations; 0: 10.
+            train_per_list: training sample rows per list; 0: 64.
+            seed: of the sample and the initial centroids.
+            rebuild_hot_fraction, rebuild_hot_min: the store rebuilds the
+                index by itself when the hot tier holds more than this
+                fraction of the indexed memories and at least this many
+                (math.inf: never for this reason).
+            rebuild_skew: ... or when the largest list holds more than this
+                many times the mean list (math.inf: never).
+            background: automatic rebuilds run on a thread of the store
+                (searches go on with the old index meanwhile); False: inside
+                the write that triggers them.
+
+        A background rebuild under way is waited for first. Bad values raise
+        MnemoTypeError / MnemoValueError before the call; a durable store
+        whose journal cannot be written raises MnemoError(MNEMO_E_IO) and
+        keeps its previous layout.
+        """
+        opts = _index_options(nlist, train_iters, train_per_list, seed, rebuild_hot_fraction,
+                              rebuild_hot_min, rebuild_skew, background)
+        check(lib.mnemo_store_build_index(self.handle, ctypes.byref(opts)))
+
+    def drop_index(self) -> None:
+        """Removes the index (mnemo_store_drop_index): searches then scan
+        every memory whatever their nprobe. Waits for a background rebuild
+        first; journaled in a durable store. No index: nothing happens."""
+        check(lib.mnemo_store_drop_index(self.handle))
+
+    def wait_index(self) -> None:
+        """Waits until no background rebuild is under way
+        (mnemo_store_wait_index). A background rebuild that failed left the
+        previous index in place; its error is raised here."""
+        check(lib.mnemo_store_wait_index(self.handle))
+
+    def index_info(self) -> IndexInfo:
+        """The state of the store's index (mnemo_store_index_info)."""
+        raw = _cdefs.IndexInfo()
+        raw.struct_size = ctypes.sizeof(raw)
+        check(lib.mnemo_store_index_info(self.handle, ctypes.byref(raw)))
+        return IndexInfo(raw.nlist, raw.indexed, raw.hot, raw.largest_list, raw.builds,
+                         bool(raw.rebuilding), raw.last_build_seconds)
 
     @property
     def handle(self) -> int:
@@ -501,7 +646,7 @@ class Store(OwnedHandle):
                filter_ids: Any = None, filter_bitmap: Any = None,
                filter_count: Optional[int] = None, apply_bias: bool = False,
                activation: Union[Activation, bool, None] = None,
-               now: Optional[float] = None, touch: bool = False,
+               now: Optional[float] = None, touch: bool = False, nprobe: int = 0,
                out_ids: Any = None, out_scores: Any = None,
                copy: Optional[bool] = None) -> Tuple[Any, Any]:
         """k best stored vectors per query (mnemo_store_search; for CUDA
@@ -529,6 +674,14 @@ class Store(OwnedHandle):
             touch: the returned memories' last-access times become `now`
                 (atomically with the search, which then runs exclusively;
                 journaled in a durable store). Needs activation.
+            nprobe: on a store with an index (build_index), n > 0 reads only
+                the n lists whose centroids rank best for each query, plus
+                the hot tier (every memory written since the build, scanned
+                exactly). 0 (default), n >= the index's nlist, or a store
+                without an index: the exact scan of every memory. Within the
+                lists read, scores, ties, filters, bias and activation are
+                those of the exact scan; how much of the exact top-k is
+                found depends on the data and on n (mnemo eval --nprobe).
             copy: False refuses queries that would need a conversion.
 
         Returns:
@@ -544,6 +697,8 @@ class Store(OwnedHandle):
         Status.E_NON_FINITE. Every other call checks its queries before the
         search and raises MnemoError(E_NON_FINITE), writing nothing.
         """
+        if type(nprobe) is not int or not 0 <= nprobe <= _U32_MAX:
+            nprobe = _check_nprobe(nprobe)
         handle = self._handle
         if (handle is not None and filter_ids is None and filter_bitmap is None
                 and activation is None and not apply_bias and now is None and not touch):
@@ -552,7 +707,7 @@ class Store(OwnedHandle):
                 # Host arrays that are right as they are: checks, results and
                 # the call in the extension (None: something needs converting).
                 found = _ext.search_host(handle, queries, k, None, self._dim, out_ids,
-                                         out_scores, False)
+                                         out_scores, False, nprobe)
                 if found is not None:
                     return found
             else:
@@ -560,11 +715,11 @@ class Store(OwnedHandle):
                 if fast is _unknown:
                     fast = _fast_path_for(kind)
                 if fast is not None:
-                    found = fast(self, handle, queries, k, out_ids, out_scores)
+                    found = fast(self, handle, queries, k, out_ids, out_scores, nprobe)
                     if found is not None:
                         return found
         return self._search(queries, k, filter_ids, filter_bitmap, filter_count, apply_bias,
-                            activation, now, touch, out_ids, out_scores, copy)
+                            activation, now, touch, out_ids, out_scores, copy, nprobe)
 
     def device_status(self) -> Status:
         """The verdict of the query check of the last search queued from a
@@ -579,11 +734,13 @@ class Store(OwnedHandle):
     def _search(self, queries: Any, k: Any, filter_ids: Any, filter_bitmap: Any,
                 filter_count: Optional[int], apply_bias: bool,
                 activation: Union[Activation, bool, None], now: Optional[float], touch: bool,
-                out_ids: Any, out_scores: Any, copy: Optional[bool]) -> Tuple[Any, Any]:
+                out_ids: Any, out_scores: Any, copy: Optional[bool],
+                nprobe: int = 0) -> Tuple[Any, Any]:
         """search() for every argument: conversions, filters, options, CUDA
         tensors of any producer, the host fallback of an AUTO runtime."""
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
+        opts.nprobe = _check_nprobe(nprobe)
         opts.apply_bias = 1 if apply_bias else 0
         _set_activation(opts, activation, now, touch)
         keep = None  # the filter array must stay alive through the call
@@ -682,8 +839,9 @@ def _torch_out_ok(torch: Any, out: Any, dtypes: Tuple[Any, ...], shape: Tuple[in
 
 
 def _search_torch(store: Store, handle: int, q: Any, k: Any, out_ids: Any,
-                  out_scores: Any) -> Optional[Tuple[Any, Any]]:
-    """Store.search for a torch CUDA tensor with the default options: a
+                  out_scores: Any, nprobe: int = 0) -> Optional[Tuple[Any, Any]]:
+    """Store.search for a torch CUDA tensor with the default options (and
+    any nprobe, checked by the caller): a
     float32, C-contiguous, 16-byte aligned query [nq, dim] or [dim] on the
     GPU of a CUDA runtime. Reads torch's pointer, shape, dtype and current
     stream directly (no __cuda_array_interface__ dict), allocates results
@@ -730,7 +888,7 @@ def _search_torch(store: Store, handle: int, q: Any, k: Any, out_ids: Any,
         status = store._torch_status = torch.zeros(4, dtype=torch.int32, device=q.device)
     try:
         _ext.search_device(handle, qp, nq, k, None, ip, sp, _torch_stream(torch, device),
-                           status.data_ptr())
+                           status.data_ptr(), nprobe)
     except MnemoError as exc:
         # An AUTO runtime may hold a small store in host memory.
         if exc.status == Status.E_BACKEND_UNAVAILABLE:

@@ -155,3 +155,40 @@ def test_activation_over_shards_matches_one_store(cluster, tmp_path):
     with pytest.raises(mnemo.MnemoValueError):
         store.search(q, 5, activation=mnemo.Activation(w_recency=1.0, normalize=True))
     store.close()
+
+
+def test_index_over_shards(cluster, tmp_path):
+    """build_index reaches every shard actor (each journals its layout, so a
+    reopened store keeps it), search(nprobe=n) every shard's search: at every
+    shard's nlist it is the exact search of one store, at 1 the merge of the
+    shards' own answers at nprobe 1."""
+    rng = np.random.default_rng(11)
+    n = 1200
+    ids = rng.choice(10**9, size=n, replace=False).astype(np.uint64)
+    vecs = rows(rng, n)
+    store = distributed.ShardedStore(str(tmp_path), DIM, metric="dot", shards=3, threads=1,
+                                     sync_each=False)
+    store.add(ids, vecs)
+    rt, one = local_store(ids, vecs, "dot")
+    q = rows(rng, 7)
+    store.build_index(nlist=6, background=False)
+    per = store.index_info(per_shard=True)
+    assert [i.nlist for i in per] == [6, 6, 6]
+    info = store.index_info()
+    assert (info.nlist, info.indexed, info.hot, info.rebuilding) == (18, n, 0, False)
+    same(store.search(q, 10, nprobe=6), one.search(q, 10))
+    some = store.search(q, 10, nprobe=1)
+    parts = [ray.get(store.actor(i).search.remote(q, 10, False, None, None, None, 1)) for i in range(3)]
+    same(some, mnemo.topk_merge([p[0] for p in parts], [p[1] for p in parts], "dot"))
+    with pytest.raises(mnemo.MnemoValueError):
+        store.search(q, 10, nprobe=-2)
+    store.close()
+
+    again = distributed.ShardedStore(str(tmp_path), DIM, metric="dot", shards=3, threads=1)
+    assert again.index_info().nlist == 18
+    same(again.search(q, 10, nprobe=1), some)
+    again.drop_index()
+    assert again.index_info().nlist == 0
+    same(again.search(q, 10, nprobe=1), one.search(q, 10))
+    again.close()
+    rt.close()

@@ -43,9 +43,9 @@ def test_extension_surface() -> None:
     """What Python sees of the extension: these functions, these parameters."""
     want = {
         "configure": "make_error, numpy, aligned_empty",
-        "search_host": "store, queries, k, opts, dim, out_ids, out_scores, strict",
+        "search_host": "store, queries, k, opts, dim, out_ids, out_scores, strict, nprobe",
         "search_host_ptr": "store, queries, nq, k, opts, ids, scores",
-        "search_device": "store, queries, nq, k, opts, ids, scores, stream, status",
+        "search_device": "store, queries, nq, k, opts, ids, scores, stream, status, nprobe",
         "time_search_host": "store, queries, nq, k, ids, scores, reps",
         "search_options_layout": "",
         "library_address": "",
@@ -498,7 +498,16 @@ class _DeviceExt:
 
     def search_device(self, *args: Any) -> None:
         self.calls.append(args)
-        ext.search_host_ptr(*args[:-2])
+        store, queries, nq, k, opts, ids, scores = args[:7]
+        nprobe = args[9] if len(args) > 9 else 0
+        if nprobe:
+            # What the extension does: the defaults (or a copy of opts) with nprobe.
+            probed = _lib.lib.mnemo_search_options_default()
+            if opts is not None:
+                ctypes.memmove(ctypes.byref(probed), ctypes.byref(opts), ctypes.sizeof(probed))
+            probed.nprobe = nprobe
+            opts = probed
+        ext.search_host_ptr(store, queries, nq, k, opts, ids, scores)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(ext, name)
@@ -520,8 +529,8 @@ def test_torch_fast_path_logic(cpu_rt, rng, monkeypatch) -> None:
 
     qt = torch.tensor(q)
     ids, scores = fast(store, store.handle, qt, 4, None, None)
-    (h, qp, nq, k, opts, ip, sp, stream, status), = dev_ext.calls
-    assert (h, qp, nq, k, opts, stream) == (store.handle, q.ctypes.data, 3, 4, None, 0x5100)
+    (h, qp, nq, k, opts, ip, sp, stream, status, nprobe), = dev_ext.calls
+    assert (h, qp, nq, k, opts, stream, nprobe) == (store.handle, q.ctypes.data, 3, 4, None, 0x5100, 0)
     # The query check inside the search, its verdict in the store's status word.
     assert status == store._torch_status.data_ptr() and status % mnemo.ALIGNMENT == 0
     assert (ip, sp) == (ids.data_ptr(), scores.data_ptr())
@@ -565,3 +574,27 @@ def test_fast_path_table_ignores_other_types() -> None:
         pass
     assert mnemo.store._fast_path_for(Other) is None
     assert mnemo.store._FAST_PATHS[Other] is None
+
+
+def test_torch_fast_path_passes_nprobe(cpu_rt, rng, monkeypatch) -> None:
+    """Store.search(torch tensor, nprobe=n) takes the torch fast path and
+    hands n to search_device (the library's answer then matches the host
+    search at the same nprobe, not the exact one)."""
+    import sys
+    torch = _FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    dev_ext = _DeviceExt()
+    monkeypatch.setattr(mnemo.store, "_ext", dev_ext)
+    monkeypatch.setattr(mnemo.store, "_torch_raw_stream", None)
+    monkeypatch.setattr(mnemo.store, "_FAST_PATHS", {})
+    store = mnemo.Store(_CudaRuntime(cpu_rt), 12, "f32", "dot")
+    store.add(np.arange(1500), ref.randn(rng, (1500, 12)))
+    store.build_index(nlist=16, background=False)
+    q = ref.randn(rng, (20, 12))
+    exact = store.search(q, 10)
+    host = store.search(q, 10, nprobe=1)
+    assert not np.array_equal(host[0], exact[0])
+    ids, scores = store.search(torch.tensor(q), 10, nprobe=1)
+    assert dev_ext.calls[-1][9] == 1
+    assert np.array_equal(ids.a.view(np.uint64), host[0])
+    assert np.array_equal(scores.a, host[1])

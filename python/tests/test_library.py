@@ -86,11 +86,21 @@ def test_struct_mirrors_match_library_sizes() -> None:
     durable = lib.mnemo_durable_options_default()
     assert durable.struct_size == ctypes.sizeof(_cdefs.DurableOptions)
     assert (durable.sync, durable.dim, durable.dtype, durable.metric) == (0, 0, 1, 1)
+    index = lib.mnemo_index_options_default()
+    assert index.struct_size == ctypes.sizeof(_cdefs.IndexOptions)
+    assert (index.nlist, index.train_iters, index.train_per_list, index.seed, index.background,
+            index.rebuild_hot_min) == (0, 0, 0, 1, 1, 4096)
+    assert (index.rebuild_hot_fraction, index.rebuild_skew) == (0.25, 8.0)
+    assert lib.mnemo_search_options_default().nprobe == 0
     # A statistics struct smaller than the library's is refused.
     store = mnemo.Store(mnemo.Runtime(backend="cpu"), 4)
     small = _cdefs.StoreStatistics()
     small.struct_size = 8
     assert lib.mnemo_store_stats(store.handle, ctypes.byref(small)) == mnemo.Status.E_INVALID_ARGUMENT
+    small_info = _cdefs.IndexInfo()
+    small_info.struct_size = 4
+    assert (lib.mnemo_store_index_info(store.handle, ctypes.byref(small_info))
+            == mnemo.Status.E_INVALID_ARGUMENT)
     store.close()
     defaults = lib.mnemo_runtime_options_default()
     assert (defaults.backend, defaults.precision, defaults.validate) == (0, 0, 1)
@@ -115,7 +125,9 @@ _C_STRUCTS = {"mnemo_runtime_options": _cdefs.RuntimeOptions,
               "mnemo_search_options": _cdefs.SearchOptions,
               "mnemo_durable_options": _cdefs.DurableOptions,
               "mnemo_store_statistics": _cdefs.StoreStatistics,
-              "mnemo_resample_options": _cdefs.ResampleOptions}
+              "mnemo_resample_options": _cdefs.ResampleOptions,
+              "mnemo_index_options": _cdefs.IndexOptions,
+              "mnemo_index_info": _cdefs.IndexInfo}
 
 
 def _header_text() -> str:

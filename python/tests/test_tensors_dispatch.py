@@ -209,6 +209,23 @@ def test_activation_options_reach_the_device_search(dev, cpu_rt, rng) -> None:
     assert np.all(store.get_meta(np.unique(want_ids)).times == 1e4)  # touched
 
 
+def test_nprobe_reaches_the_device_search(dev, cpu_rt, rng) -> None:
+    store = mnemo.Store(dev.rt, 8, "f32", "dot")
+    store.add(np.arange(1200), ref.randn(rng, (1200, 8)))
+    store.build_index(nlist=12, background=False)
+    q = ref.randn(rng, (10, 8))
+    exact = store.search(q, 6)
+    want_ids, want_scores = store.search(q, 6, nprobe=1)
+    assert not np.array_equal(want_ids, exact[0])  # one list of twelve misses some
+    ids, scores = store.search(FakeArray(q), 6, nprobe=1)
+    opts = dev.lib.calls["mnemo_store_search_device"][-1][4]
+    assert opts.nprobe == 1
+    assert np.array_equal(ids.a, want_ids) and np.array_equal(scores.a, want_scores)
+    ids, _ = store.search(FakeArray(q), 6, nprobe=12)
+    assert dev.lib.calls["mnemo_store_search_device"][-1][4].nprobe == 12
+    assert np.array_equal(ids.a, exact[0])
+
+
 def test_device_conversions_in_the_framework(dev, cpu_rt, rng) -> None:
     x64 = rng.standard_normal((5, 9))
     with pytest.raises(TypeError, match="x has dtype float64.*copy=False"):

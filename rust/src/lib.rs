@@ -9,6 +9,9 @@
 //! * [`Store`] holds vectors under `u64` ids and answers [`Store::search`];
 //!   each memory also carries a last-access time and an importance, which
 //!   [`Activation`] ranking weighs with the similarity.
+//! * [`Store::build_index`] gives a large store an inverted-file index;
+//!   searches with [`SearchOptions::nprobe`] then read only the lists
+//!   nearest each query (plus every memory written since the build).
 //! * [`topk_merge`] merges search results of several parts (shards, hosts)
 //!   the way sharded stores do.
 //! * Every buffer handed to the library must be 16-byte aligned; allocate
@@ -45,6 +48,7 @@ mod aligned;
 mod dtype;
 mod durable;
 mod error;
+mod index;
 mod merge;
 mod ops;
 mod runtime;
@@ -73,6 +77,7 @@ pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
 pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
+pub use index::{IndexInfo, IndexOptions};
 pub use merge::topk_merge;
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};
 pub use runtime::{abi_version, build_info, status_name, version, Backend, Precision};

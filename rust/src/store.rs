@@ -179,6 +179,7 @@ pub struct MemoryMeta {
 /// use mnemo::{Activation, Filter, SearchOptions};
 /// let ids = mnemo::AlignedVec::from_slice(&[3u64]);
 /// let opts = SearchOptions::new().filter(Filter::Ids(&ids)).apply_bias(true);
+/// let sublinear = SearchOptions::new().nprobe(8); // needs Store::build_index
 /// let recent = SearchOptions::new()
 ///     .activation(Activation::new().w_recency(1.0).half_life(3600.0))
 ///     .now(1.7e9)
@@ -201,6 +202,16 @@ pub struct SearchOptions<'a> {
     /// with the search (which then runs exclusively, like a write; journaled
     /// in a durable store). Needs `activation`.
     pub touch: bool,
+    /// Sublinear recall on a store with an index ([`Store::build_index`]):
+    /// `n > 0` reads only the `n` lists whose centroids rank best for each
+    /// query, plus the hot tier (every memory written since the index was
+    /// built, scanned exactly, so a memory is found by the search after the
+    /// write that stored it). 0 (default), `n >=` the store's list count, or
+    /// a store without an index: the exact scan of every memory. Within the
+    /// lists read, scores, ties, filters, bias and activation are those of
+    /// the exact scan; how many of the exact top-k are found depends on the
+    /// data and on `n` (`mnemo eval --nprobe` measures it).
+    pub nprobe: u32,
 }
 
 impl<'a> SearchOptions<'a> {
@@ -269,12 +280,25 @@ impl<'a> SearchOptions<'a> {
         self
     }
 
+    /// Sets how many lists of the store's index a search reads (0: the
+    /// exact scan). See [`SearchOptions::nprobe`](Self#structfield.nprobe).
+    ///
+    /// ```
+    /// let opts = mnemo::SearchOptions::new().nprobe(16);
+    /// assert_eq!(opts.nprobe, 16);
+    /// ```
+    pub fn nprobe(mut self, nprobe: u32) -> Self {
+        self.nprobe = nprobe;
+        self
+    }
+
     /// The C struct, after the checks that keep the library inside the
     /// caller's slices.
     fn to_raw(self) -> Result<sys::mnemo_search_options> {
         // SAFETY: plain function returning a struct by value.
         let mut raw = unsafe { sys::mnemo_search_options_default() };
         raw.apply_bias = self.apply_bias as u32;
+        raw.nprobe = self.nprobe;
         match self.activation {
             Some(a) => {
                 raw.activation = 1;

@@ -4,7 +4,7 @@
 pub const MNEMO_NO_ID: u64 = u64::MAX;
 
 pub const MNEMO_VERSION_MAJOR: u32 = 0;
-pub const MNEMO_VERSION_MINOR: u32 = 2;
+pub const MNEMO_VERSION_MINOR: u32 = 3;
 pub const MNEMO_VERSION_PATCH: u32 = 0;
 pub const MNEMO_ABI_VERSION: u32 = 1;
 pub const MNEMO_ALIGNMENT: u32 = 16;
@@ -712,12 +712,14 @@ pub struct mnemo_search_options {
     pub check_on_device: u32,
     pub reserved1: u32,
     pub device_status: *mut i32,
+    pub nprobe: u32,
+    pub reserved2: u32,
 }
 #[test]
 fn bindgen_test_layout_mnemo_search_options() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_search_options>(),
-        96usize,
+        104usize,
         concat!("Size of: ", stringify!(mnemo_search_options))
     );
     assert_eq!(
@@ -1031,6 +1033,40 @@ fn bindgen_test_layout_mnemo_search_options() {
         );
     }
     test_field_device_status();
+    fn test_field_nprobe() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).nprobe) as usize - ptr as usize
+            },
+            96usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(nprobe)
+            )
+        );
+    }
+    test_field_nprobe();
+    fn test_field_reserved2() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved2) as usize - ptr as usize
+            },
+            100usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(reserved2)
+            )
+        );
+    }
+    test_field_reserved2();
 }
 extern "C" {
     pub fn mnemo_search_options_default() -> mnemo_search_options;
@@ -1468,6 +1504,403 @@ extern "C" {
     pub fn mnemo_store_stats(
         store: *const mnemo_store,
         out: *mut mnemo_store_statistics,
+    ) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_index_options {
+    pub struct_size: u32,
+    pub nlist: u32,
+    pub train_iters: u32,
+    pub train_per_list: u32,
+    pub seed: u64,
+    pub rebuild_hot_fraction: f64,
+    pub rebuild_hot_min: u64,
+    pub rebuild_skew: f64,
+    pub background: u32,
+    pub reserved0: u32,
+}
+#[test]
+fn bindgen_test_layout_mnemo_index_options() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_index_options>(),
+        56usize,
+        concat!("Size of: ", stringify!(mnemo_index_options))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_index_options>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_index_options))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_nlist() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).nlist) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(nlist)
+            )
+        );
+    }
+    test_field_nlist();
+    fn test_field_train_iters() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).train_iters) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(train_iters)
+            )
+        );
+    }
+    test_field_train_iters();
+    fn test_field_train_per_list() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).train_per_list) as usize - ptr as usize
+            },
+            12usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(train_per_list)
+            )
+        );
+    }
+    test_field_train_per_list();
+    fn test_field_seed() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).seed) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(seed)
+            )
+        );
+    }
+    test_field_seed();
+    fn test_field_rebuild_hot_fraction() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rebuild_hot_fraction) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(rebuild_hot_fraction)
+            )
+        );
+    }
+    test_field_rebuild_hot_fraction();
+    fn test_field_rebuild_hot_min() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rebuild_hot_min) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(rebuild_hot_min)
+            )
+        );
+    }
+    test_field_rebuild_hot_min();
+    fn test_field_rebuild_skew() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rebuild_skew) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(rebuild_skew)
+            )
+        );
+    }
+    test_field_rebuild_skew();
+    fn test_field_background() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).background) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(background)
+            )
+        );
+    }
+    test_field_background();
+    fn test_field_reserved0() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved0) as usize - ptr as usize
+            },
+            52usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_options),
+                "::",
+                stringify!(reserved0)
+            )
+        );
+    }
+    test_field_reserved0();
+}
+extern "C" {
+    pub fn mnemo_index_options_default() -> mnemo_index_options;
+}
+extern "C" {
+    pub fn mnemo_store_build_index(
+        store: *mut mnemo_store,
+        opts: *const mnemo_index_options,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_drop_index(store: *mut mnemo_store) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_wait_index(store: *mut mnemo_store) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_index_info {
+    pub struct_size: u32,
+    pub nlist: u32,
+    pub indexed: u64,
+    pub hot: u64,
+    pub largest_list: u64,
+    pub builds: u64,
+    pub rebuilding: u32,
+    pub reserved0: u32,
+    pub last_build_seconds: f64,
+}
+#[test]
+fn bindgen_test_layout_mnemo_index_info() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_index_info>(),
+        56usize,
+        concat!("Size of: ", stringify!(mnemo_index_info))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_index_info>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_index_info))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_nlist() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).nlist) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(nlist)
+            )
+        );
+    }
+    test_field_nlist();
+    fn test_field_indexed() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).indexed) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(indexed)
+            )
+        );
+    }
+    test_field_indexed();
+    fn test_field_hot() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).hot) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(hot)
+            )
+        );
+    }
+    test_field_hot();
+    fn test_field_largest_list() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).largest_list) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(largest_list)
+            )
+        );
+    }
+    test_field_largest_list();
+    fn test_field_builds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).builds) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(builds)
+            )
+        );
+    }
+    test_field_builds();
+    fn test_field_rebuilding() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).rebuilding) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(rebuilding)
+            )
+        );
+    }
+    test_field_rebuilding();
+    fn test_field_reserved0() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved0) as usize - ptr as usize
+            },
+            44usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(reserved0)
+            )
+        );
+    }
+    test_field_reserved0();
+    fn test_field_last_build_seconds() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_index_info>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).last_build_seconds) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_index_info),
+                "::",
+                stringify!(last_build_seconds)
+            )
+        );
+    }
+    test_field_last_build_seconds();
+}
+extern "C" {
+    pub fn mnemo_store_index_info(
+        store: *const mnemo_store,
+        out: *mut mnemo_index_info,
     ) -> mnemo_status;
 }
 extern "C" {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The mnemo tool end to end on a small generated set: build, search (.tsv and
-# .ivecs), eval with recall 1.0 for exact search, and clean failures (status
+# .ivecs), eval with recall 1.0 for exact search, the inverted-file index
+# (build --index ivf, eval --nprobe, search --nprobe), and clean failures (status
 # 1 with a message, never a signal) for malformed and mismatched inputs.
 # Usage: cli_flow.sh <path/to/mnemo>
 set -eu
@@ -71,4 +72,33 @@ head -n 10 "$d/times.txt" > "$d/short.txt"
 fails "holds 10 numbers for 3000 rows" "$mnemo" build --input "$d/b.fvecs" --out "$d/y.mnemo" --times "$d/short.txt"
 echo nan > "$d/nan.txt"
 fails "not a finite number" "$mnemo" build --input "$d/b.fvecs" --out "$d/y.mnemo" --importance "$d/nan.txt"
+
+# The inverted-file index: built and saved with the store (plain and
+# durable), evaluated at several nprobe against the truth and against the
+# exact scan; nprobe = nlist is the exact search; bad options.
+"$mnemo" build --input "$d/b.fvecs" --out "$d/ivf.mnemo" --index ivf --nlist 16 > "$d/build-ivf.txt"
+grep -q "^index: ivf, 16 lists" "$d/build-ivf.txt" || { cat "$d/build-ivf.txt"; exit 1; }
+"$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --truth "$d/t.ivecs" --k 10 --nprobe 1,4,16 \
+  > "$d/eval-ivf.txt" 2> /dev/null
+grep -q "^recall@10 = 1.0000$" "$d/eval-ivf.txt" || { cat "$d/eval-ivf.txt"; exit 1; }
+grep -q "^nprobe 16: recall@10 = 1.0000, batch of 40: .* queries/s" "$d/eval-ivf.txt" || { cat "$d/eval-ivf.txt"; exit 1; }
+[ "$(grep -c "^nprobe [0-9]*: recall@10 = " "$d/eval-ivf.txt")" -eq 3 ] || { cat "$d/eval-ivf.txt"; exit 1; }
+"$mnemo" eval --base "$d/b.fvecs" --queries "$d/q.fvecs" --k 10 --nprobe 2,16 --nlist 16 > "$d/eval-ivf2.txt" 2> /dev/null
+grep -q "against the exact scan" "$d/eval-ivf2.txt" || { cat "$d/eval-ivf2.txt"; exit 1; }
+grep -q "^nprobe 16: recall@10 = 1.0000, " "$d/eval-ivf2.txt" || { cat "$d/eval-ivf2.txt"; exit 1; }
+"$mnemo" search --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 20 --nprobe 16 --out "$d/r-ivf.ivecs" 2> /dev/null
+cmp -s "$d/r-ivf.ivecs" "$d/t.ivecs" || { echo "search at nprobe = nlist differs from the truth"; exit 1; }
+"$mnemo" search --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 5 --nprobe 1 --out "$d/r-ivf1.tsv" 2> /dev/null
+[ "$(wc -l < "$d/r-ivf1.tsv")" -eq 201 ] || { echo "expected 200 result lines at nprobe 1"; exit 1; }
+"$mnemo" build --input "$d/b.fvecs" --out "$d/dur-ivf.mnemo" --durable --index ivf --nlist 8 > /dev/null
+"$mnemo" eval --store "$d/dur-ivf.mnemo" --durable --queries "$d/q.fvecs" --truth "$d/t.ivecs" --k 10 --nprobe 8 \
+  > "$d/eval-dur.txt" 2> /dev/null
+grep -q "^index: ivf, 8 lists" "$d/eval-dur.txt" || { cat "$d/eval-dur.txt"; exit 1; }
+grep -q "^nprobe 8: recall@10 = 1.0000, " "$d/eval-dur.txt" || { cat "$d/eval-dur.txt"; exit 1; }
+usage_fails "index must be ivf or none" "$mnemo" build --input "$d/b.fvecs" --out "$d/z.mnemo" --index hnsw
+usage_fails "nlist needs --index ivf" "$mnemo" build --input "$d/b.fvecs" --out "$d/z.mnemo" --nlist 8
+usage_fails "nprobe wants whole numbers" "$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 10 --nprobe 1,x
+usage_fails "nprobe wants whole numbers" "$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 10 --nprobe 0
+usage_fails "truth FILE is needed" "$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 10
+fails "has no index for --nprobe" "$mnemo" eval --store "$d/s.mnemo" --queries "$d/q.fvecs" --truth "$d/t.ivecs" --k 10 --nprobe 4
 echo "cli flow: all steps passed"

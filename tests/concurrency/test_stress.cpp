@@ -77,7 +77,10 @@ bool matches(const Ranked& r, const uint64_t* ids, const float* scores) {
 
 // shards > 1: the store is sharded on the CPU (cpu_shards), so the routing
 // of writes and the per-shard search threads face the same race.
-void stress(uint32_t shards) {
+// indexed: the store has an inverted-file index whose tight rebuild bound
+// makes the writes start background rebuilds all along; readers probe every
+// list, which returns the exact scan's results, so the same check holds.
+void stress(uint32_t shards, bool indexed = false) {
   auto rng = mt::rng_for_test();
   mnemo_runtime_options ro = mt::test_options();
   ro.cpu_shards = shards;
@@ -109,6 +112,16 @@ void stress(uint32_t shards) {
     ASSERT_OK(mnemo_store_add(s.get(), one_id.data(), one.data(), MNEMO_DTYPE_F32, 1));
     model[id].assign(row.begin(), row.end());
   }
+  constexpr uint32_t kLists = 8;
+  if (indexed) {
+    mnemo_index_options io = mnemo_index_options_default();
+    io.nlist = kLists;
+    io.rebuild_hot_min = 16;
+    io.rebuild_hot_fraction = 0.05;
+    ASSERT_OK(mnemo_store_build_index(s.get(), &io));
+  }
+  mnemo_search_options so = mnemo_search_options_default();
+  so.nprobe = indexed ? kLists : 0;
   mt::Buf<float> q(kQueries * kDim);
   std::vector<double> qd(kQueries * kDim);
   for (size_t i = 0; i < kQueries * kDim; ++i) q[i] = mt::rand_nonzero(rng), qd[i] = q[i];
@@ -168,7 +181,7 @@ void stress(uint32_t shards) {
       mt::Buf<float> sc(kQueries * kK);
       while (!stop.load()) {
         const uint64_t v0 = version.load(std::memory_order_acquire);
-        if (mnemo_store_search(s.get(), q.data(), kQueries, kK, nullptr, ids.data(), sc.data()) != MNEMO_OK) {
+        if (mnemo_store_search(s.get(), q.data(), kQueries, kK, &so, ids.data(), sc.data()) != MNEMO_OK) {
           failures.fetch_add(1);
           continue;
         }
@@ -191,6 +204,15 @@ void stress(uint32_t shards) {
   writer.join();
   for (auto& t : readers) t.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (indexed) {
+    EXPECT_OK(mnemo_store_wait_index(s.get()));
+    mnemo_index_info info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    EXPECT_OK(mnemo_store_index_info(s.get(), &info));
+    EXPECT_GE(info.builds, 3u) << "the writes should have passed the rebuild bound again and again";
+    std::printf("stress: %llu index builds\n", static_cast<unsigned long long>(info.builds));
+  }
   EXPECT_EQ(failures.load(), 0u);
   EXPECT_EQ(mismatches.load(), 0u) << "of " << searches.load() << " searches";
   EXPECT_GT(searches.load(), 100u);
@@ -208,6 +230,10 @@ void stress(uint32_t shards) {
 TEST(Stress, SearchesSeeOneVersionWhileAWriterAddsUpsertsAndRemoves) { stress(1); }
 
 TEST(Stress, ShardedStoreSearchesSeeOneVersionWhileAWriterWrites) { stress(3); }
+
+TEST(Stress, IndexedStoreSearchesSeeOneVersionWhileRebuildsRun) { stress(1, true); }
+
+TEST(Stress, IndexedShardedStoreSearchesSeeOneVersionWhileRebuildsRun) { stress(3, true); }
 
 // Batches that span several shards are added on one thread per shard: those
 // threads race the readers' searches here (results must stay well formed).

@@ -1,6 +1,7 @@
 //! Behaviour of the safe API and of the library under it: errors and their
 //! messages, alignment checks, store persistence and updates, threads,
-//! runtime reports, the aligned buffer and activation ranking.
+//! runtime reports, the aligned buffer, activation ranking and the
+//! inverted-file index (nprobe).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,6 +11,7 @@ mod aligned_vec;
 mod alignment;
 mod durable;
 mod errors;
+mod index;
 mod merge;
 mod runtime;
 mod store;
