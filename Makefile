@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build bench clean format fuzz fuzz-build
 
 all: build
 
@@ -87,13 +87,27 @@ test: test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-b
 # bench/results/cpu-latest.jsonl, the table in docs/benchmarks.md.
 bench:
 	@bash scripts/install-deps.sh bench
-	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON
-	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench mnemo_activation_bench
+	cmake -S . -B $(BENCH) -DCMAKE_BUILD_TYPE=Release -DMNEMO_CUDA=OFF -DMNEMO_BUILD_BENCH=ON -DMNEMO_PYTHON_EXT=ON
+	cmake --build $(BENCH) -j$(JOBS) --target mnemo_cpu_bench mnemo_store_open_bench mnemo_activation_bench _mnemo_ext
 	$(BENCH)/bin/mnemo_activation_bench bench/results/activation-cpu.jsonl cpu 100000 101 $(BENCH_THREADS)
 	$(BENCH)/bin/mnemo_store_open_bench $(BENCH)
 	$(BENCH)/bin/mnemo_cpu_bench $(BENCH)/cpu-run.jsonl $(BENCH_THREADS) 9
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"
+	$(MAKE) bench-ivf
+
+# The index benchmark alone: mnemo's inverted-file index against its exact
+# scan and faiss-cpu's IndexIVFFlat (pip, pinned, in a venv of the bench
+# folder) on 1M x 768 clustered rows; the report also takes the last GPU run.
+IVF_BENCH_ARGS ?=
+bench-ivf:
+	[ -x $(BENCH)/ivf-venv/bin/python ] || { /usr/bin/python3 -m venv $(BENCH)/ivf-venv && \
+	  $(BENCH)/ivf-venv/bin/pip install -q faiss-cpu==1.15.1 numpy==2.4.6 matplotlib==3.11.2; }
+	PYTHONPATH=python MNEMO_LIB_DIR=$(BENCH)/lib $(BENCH)/ivf-venv/bin/python bench/ivf/cpu_ivf_bench.py \
+	  --threads $(BENCH_THREADS) --out bench/results/ivf-cpu.jsonl $(IVF_BENCH_ARGS)
+	$(BENCH)/ivf-venv/bin/python bench/ivf/report.py docs/benchmarks.md docs/ivf-recall.png \
+	  --cpu bench/results/ivf-cpu.jsonl "make bench-ivf  # BENCH_THREADS=$(BENCH_THREADS)" \
+	  $$( [ -f bench/results/ivf-h200.jsonl ] && echo --gpu bench/results/ivf-h200.jsonl )
 
 # libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
 # each for FUZZ_SECONDS and prints executions, coverage and findings.

@@ -1,0 +1,116 @@
+"""Turns the index benchmarks' rows (cpu_ivf_bench.py, bench/gpu/ivf_bench.py)
+into the "Sublinear recall" section of docs/benchmarks.md (between its
+markers) and the recall / speed plot.
+Usage: report.py BENCHMARKS_MD PLOT_PNG [--cpu CPU.jsonl CMD] [--gpu GPU.jsonl]"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cpu_ivf_bench import at_recall  # noqa: E402
+
+BEGIN, END = "<!-- ivf:{}:begin -->", "<!-- ivf:{}:end -->"
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def table(rows, peer, cmd, single_target, qps_of_peer):
+    ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
+    mi = [r for r in rows if r["impl"] == "mnemo" and r["kind"] == "ivf"]
+    pe = [r for r in rows if r["impl"] == peer and r["kind"] == "ivf"]
+    builds = {r["impl"]: r for r in rows if r["kind"] == "build"}
+    n, dim = ex["n"], ex["dim"]
+    out = [f"{n:,} x {dim}, {len(mi) and 'k = 10'}; `{cmd}`", ""]
+    out.append(f"| nprobe | mnemo recall@10 | mnemo 1 query, ms | mnemo batch, queries/s | {peer} recall@10 | "
+               f"{peer} 1 query, ms | {peer} batch, queries/s |")
+    out.append("|---|---|---|---|---|---|---|")
+    for i, m in enumerate(mi):
+        p = pe[i] if i < len(pe) else None
+        ps = f"{p['recall']:.4f} | {p['single_ms']:.3f} | {p['batch_qps']:,.0f}" if p else "- | - | -"
+        out.append(f"| {m['nprobe']} | {m['recall']:.4f} | {m['single_ms']:.3f} | {m['batch_qps']:,.0f} | {ps} |")
+    out.append(f"| exact scan | 1 | {ex['single_ms']:.3f} | {ex['batch_qps']:,.1f} | | | |")
+    out.append("")
+    first = next((m for m in mi if m["recall"] >= 0.95), None)
+    lines = []
+    if first:
+        lines.append(f"- 1 query at recall@10 >= 0.95: nprobe {first['nprobe']} (recall {first['recall']:.4f}), "
+                     f"{first['single_ms']:.3f} ms, {first['qps'] / ex['qps']:.1f}x the exact scan's queries/s "
+                     f"({single_target}).")
+    else:
+        lines.append("- no nprobe reached recall@10 0.95.")
+    if pe:
+        for key, label in (("batch_qps", "batch"), ("qps", "one query at a time")):
+            qm = at_recall([{"recall": r["recall"], "qps": r[key]} for r in mi], 0.95)
+            qp = at_recall([{"recall": r["recall"], "qps": r[key]} for r in pe], 0.95)
+            if qm and qp:
+                lines.append(f"- queries/s at recall 0.95 ({label}, interpolated between nprobe points): mnemo "
+                             f"{qm:,.0f}, {peer} {qp:,.0f}: {qm / qp:.2f}x ({qps_of_peer}).")
+    for impl, b in builds.items():
+        lines.append(f"- build (train + add) {impl}: {b['build_s']:.1f} s.")
+    return "\n".join(out + lines)
+
+
+def replace(md, tag, body):
+    b, e = BEGIN.format(tag), END.format(tag)
+    block = f"{b}\n{body}\n{e}"
+    if b in md:
+        return re.sub(re.escape(b) + ".*?" + re.escape(e), lambda _: block, md, flags=re.S)
+    return md + "\n" + block + "\n"
+
+
+def plot(png, sets):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.2), squeeze=False)
+    for ax, (title, rows, peer) in zip(axes[0], sets):
+        for impl, style in (("mnemo", "o-"), (peer, "s--")):
+            pts = [r for r in rows if r["impl"] == impl and r["kind"] == "ivf"]
+            if pts:
+                ax.plot([r["recall"] for r in pts], [r["batch_qps"] for r in pts], style, label=f"{impl} batch")
+                ax.plot([r["recall"] for r in pts], [r["qps"] for r in pts], style, alpha=0.45,
+                        label=f"{impl} one query at a time")
+        ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
+        ax.axhline(ex["batch_qps"], color="grey", lw=0.8, ls=":", label="mnemo exact scan, batch")
+        ax.set_yscale("log")
+        ax.set_xlabel("recall@10")
+        ax.set_ylabel("queries/s")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def main(argv):
+    md_path, png = argv[0], argv[1]
+    sets = []
+    with open(md_path) as f:
+        md = f.read()
+    i = 2
+    while i < len(argv):
+        which, path = argv[i], argv[i + 1]
+        cmd = argv[i + 2] if which == "--cpu" else "MNEMO_RUN_PART=ivf scripts/device-test.sh run"
+        i += 3 if which == "--cpu" else 2
+        rows = load(path)
+        if which == "--cpu":
+            md = replace(md, "cpu", table(rows, "faiss", cmd, "target >= 20x",
+                                          "target >= 1, same threads"))
+            sets.append((f"CPU, {rows[0]['threads']} threads, {rows[0]['n']:,} x {rows[0]['dim']} f32", rows,
+                         "faiss"))
+        else:
+            md = replace(md, "gpu", table(rows, "cuvs", cmd, "target <= 0.15 ms and >= 20x",
+                                          "target >= 1, same run"))
+            sets.append((f"{rows[0]['gpu']}, {rows[0]['n']:,} x {rows[0]['dim']} f16", rows, "cuvs"))
+    with open(md_path, "w") as f:
+        f.write(md)
+    if sets:
+        plot(png, sets)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
