@@ -218,7 +218,7 @@ run() {
   }
   # MNEMO_RUN_PART=tests runs the suites only, =bench the benchmark and its
   # peers only, =user the Python user-level benchmark (calls that each fit a
-  # 10-minute limit); unset, all three.
+  # 10-minute limit); unset, all three. =ivf the index benchmark alone.
   # =sanitizers runs only the compute-sanitizer steps, so that they can run
   # beside tests with MNEMO_SKIP_SANITIZERS=1 (two OUT folders).
   # The Python extension, built here for this machine's python3 against the
@@ -288,6 +288,14 @@ run() {
       --out "$out/user_bench.jsonl"
     step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
       --profile --out "$out/user_profile.jsonl"
+  fi
+  # The inverted-file index against its exact scan and cuVS IVF-Flat (where
+  # staged), 10M x 768 f16 clustered rows (bench/gpu/ivf_bench.py); not part
+  # of "all" (one call of its own: data, build and sweeps take minutes).
+  if [ "$part" = ivf ]; then
+    py_ext
+    step "index benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/ivf_bench.py \
+      --out "$out/ivf-gpu.jsonl" ${MNEMO_IVF_ARGS:-}
   fi
   echo
   echo "== precision fuzz"
