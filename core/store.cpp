@@ -616,12 +616,12 @@ IndexLayout decode_layout(const JournalRecord& r, uint64_t dim) {
   if (r.data_bytes != want) fail(Code::corrupt, "an index record's size does not match its list count");
   L.ids.assign(r.ids, r.ids + r.count);
   L.lists.resize(r.count);
-  std::memcpy(L.lists.data(), d, r.count * 4);
+  if (r.count > 0) std::memcpy(L.lists.data(), d, r.count * 4);
   for (uint32_t l : L.lists)
     if (l >= L.nlist) fail(Code::corrupt, "an index record names a list past its list count");
   L.opts = decode_index_options(d + r.count * 4);
   L.centroids.resize(uint64_t{L.nlist} * dim);
-  std::memcpy(L.centroids.data(), d + r.count * 4 + kIndexOptionBytes, L.centroids.size() * 4);
+  if (L.nlist > 0) std::memcpy(L.centroids.data(), d + r.count * 4 + kIndexOptionBytes, L.centroids.size() * 4);
   for (float c : L.centroids)
     if (!std::isfinite(c)) fail(Code::corrupt, "an index record's centroid is not finite");
   return L;

@@ -386,7 +386,8 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
       fail(Code::corrupt, path + ": the index section holds options no build could have made");
     }
     layout.centroids.resize(uint64_t{layout.nlist} * dim);
-    std::memcpy(layout.centroids.data(), b.data() + 8 + kIndexOptionBytes, layout.centroids.size() * 4);
+    if (!layout.centroids.empty())
+      std::memcpy(layout.centroids.data(), b.data() + 8 + kIndexOptionBytes, layout.centroids.size() * 4);
     for (float c : layout.centroids)
       if (!std::isfinite(c)) fail(Code::corrupt, path + ": non-finite centroid in the index section");
     const unsigned char* lp = b.data() + 8 + kIndexOptionBytes + layout.centroids.size() * 4;

@@ -432,6 +432,7 @@ struct Harness {
     check_status(meta ? "mnemo_store_add_memories" : "mnemo_store_add", st, e);
     if (st == MNEMO_OK && count > 0)
       m.add(id_list, row_vals, pt == PtrMode::good ? &t_list : nullptr, pm == PtrMode::good ? &imp_list : nullptr);
+    if (st == MNEMO_OK && count > 0 && indexed) resync_slots("an add to an indexed store");
     if (st != MNEMO_OK || meta) verify_state(st == MNEMO_OK ? "add_memories" : "a failed add");
   }
 
@@ -555,6 +556,7 @@ struct Harness {
     if (st == MNEMO_OK) {
       const uint64_t n = m.remove(list);
       if (want_removed) FZ_CHECK(removed == n, "removed " + std::to_string(removed) + ", model " + std::to_string(n));
+      if (indexed) resync_slots("a remove from an indexed store");
       verify_state("a remove");
     } else {
       FZ_CHECK(removed == 0xDEADBEEF, "a failed remove wrote *removed");
@@ -647,6 +649,9 @@ struct Harness {
         o.normalize = pick_flag(fdp);
         o.touch = pick_flag(fdp);
       }
+      // An indexed store: every list probed (the index path, which must
+      // return the exact scan's results), or more than there are lists.
+      if (indexed && fdp.ConsumeBool()) o.nprobe = index_lists() + (fdp.ConsumeBool() ? 0u : 3u);
       // The first ABI's size (activation fields then ignored), a size
       // between (the fields it covers), or too small.
       const int ss = fdp.ConsumeIntegralInRange<int>(0, 29);
@@ -888,9 +893,64 @@ struct Harness {
     verify_state("save and open");
   }
 
+  // ---- the inverted-file index -------------------------------------------
+  bool indexed = false;
+  uint32_t index_lists() {
+    mnemo_index_info i;
+    std::memset(&i, 0, sizeof i);
+    i.struct_size = sizeof i;
+    FZ_CHECK(mnemo_store_index_info(store, &i) == MNEMO_OK, "index_info");
+    return i.nlist;
+  }
+  // A layout moves memories between slots (a build, an upserted indexed
+  // memory, a rebuild): the model takes the store's numbering, checked to
+  // be a bijection of the live ids onto slots.
+  void resync_slots(const char* what) {
+    FZ_CHECK(mnemo_store_wait_index(store) == MNEMO_OK, std::string("wait_index after ") + what);
+    uint64_t slots = 0;
+    FZ_CHECK(mnemo_store_slot_count(store, &slots) == MNEMO_OK && slots >= m.e.size(),
+             std::string("slot count after ") + what);
+    std::vector<uint64_t> order(slots, MNEMO_NO_ID);
+    for (const auto& kv : m.e) {
+      uint64_t sl = 0;
+      FZ_CHECK(mnemo_store_slot_of(store, kv.first, &sl) == MNEMO_OK && sl < slots && order[sl] == MNEMO_NO_ID,
+               std::string("slots are not a bijection after ") + what);
+      order[sl] = kv.first;
+    }
+    m.slots = order;
+    m.dead = slots - m.e.size();
+  }
+  void do_build_index() {
+    mnemo_index_options o = mnemo_index_options_default();
+    Expect e;
+    o.nlist = fdp.ConsumeIntegralInRange<int>(0, 9) == 0 ? fdp.ConsumeIntegral<uint32_t>()
+                                                         : fdp.ConsumeIntegralInRange<uint32_t>(0, 12);
+    o.train_iters = fdp.ConsumeIntegralInRange<uint32_t>(0, 4);
+    o.train_per_list = fdp.ConsumeIntegralInRange<uint32_t>(0, 8);
+    o.seed = fdp.ConsumeIntegral<uint64_t>();
+    o.rebuild_hot_min = fdp.ConsumeIntegralInRange<uint64_t>(0, 16);
+    o.rebuild_hot_fraction = fdp.ConsumeIntegralInRange<int>(0, 9) == 0 ? pick_weight(fdp) : 0.25;
+    o.rebuild_skew = fdp.ConsumeIntegralInRange<int>(0, 9) == 0 ? pick_weight(fdp) : 4.0;
+    o.background = fdp.ConsumeIntegralInRange<uint32_t>(0, fdp.ConsumeIntegralInRange<int>(0, 9) == 0 ? 5 : 1);
+    const int ss = fdp.ConsumeIntegralInRange<int>(0, 19);
+    if (ss == 0) o.struct_size = fdp.ConsumeIntegralInRange<uint32_t>(0, sizeof o - 1);
+    const bool null_opts = fdp.ConsumeIntegralInRange<int>(0, 9) == 0;
+    if (!null_opts) {
+      if (o.struct_size < sizeof o || o.nlist >= (1u << 23) || !(o.rebuild_hot_fraction > 0) || !(o.rebuild_skew > 0) ||
+          o.background > 1)
+        e.err(MNEMO_E_INVALID_ARGUMENT);
+    }
+    const mnemo_status st = mnemo_store_build_index(store, null_opts ? nullptr : &o);
+    check_status("mnemo_store_build_index", st, e);
+    if (st != MNEMO_OK) return verify_state("a refused index build");
+    indexed = true;
+    resync_slots("an index build");
+    verify_state("an index build");
+  }
+
   void run() {
     for (int step = 0; step < 48 && fdp.remaining_bytes() > 0; ++step) {
-      switch (fdp.ConsumeIntegralInRange<int>(0, 16)) {
+      switch (fdp.ConsumeIntegralInRange<int>(0, 17)) {
         case 0:
         case 1:
         case 2: do_add(false); break;
@@ -906,6 +966,15 @@ struct Harness {
         case 13: do_add(true); break;
         case 14: do_set_meta(fdp.ConsumeBool()); break;
         case 15: do_get_meta(); break;
+        case 17:
+          if (fdp.ConsumeIntegralInRange<int>(0, 3) == 0 && indexed) {
+            FZ_CHECK(mnemo_store_drop_index(store) == MNEMO_OK, "drop_index");
+            indexed = false;
+            verify_state("an index drop");
+          } else {
+            do_build_index();
+          }
+          break;
         default: verify_state("a step"); break;
       }
     }
