@@ -20,6 +20,32 @@ void CudaBackend::copy_to_host(void* dst, const void* src, uint64_t bytes, void*
   MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
 }
 
+namespace {
+
+class DeviceBytes final : public DeviceCopy {
+ public:
+  explicit DeviceBytes(uint64_t bytes) : buf_(std::max<uint64_t>(bytes, 16)) {}
+  const void* data() const override { return buf_.get(); }
+  void* get() { return buf_.get(); }
+
+ private:
+  DeviceBuffer buf_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceCopy> CudaBackend::copy_to_device(const void* src, uint64_t bytes) {
+  auto ctx = pool_.acquire();  // sets the device
+  auto copy = std::make_unique<DeviceBytes>(bytes);
+  // Waited for: the copy is made when an index is built, the source may
+  // change once this returns, and searches on other streams read it.
+  if (bytes > 0) {
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(copy->get(), src, bytes, cudaMemcpyHostToDevice, ctx->stream));
+    ctx->sync();
+  }
+  return copy;
+}
+
 bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {
   if (storage != DType::f16) return true;
   for (uint64_t i = 0; i < nq; ++i) {

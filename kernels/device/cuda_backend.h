@@ -46,6 +46,8 @@ class CudaBackend final : public Backend {
   void layer_norm(const NormArgs& a) override;
   std::unique_ptr<StoreMirror> attach_store(const StoreView& view) override;
   void copy_to_host(void* dst, const void* src, uint64_t bytes, void* stream) override;
+  // Device memory holding a copy of host bytes (uploaded at once).
+  std::unique_ptr<DeviceCopy> copy_to_device(const void* src, uint64_t bytes) override;
 
   int sm_count() const { return sm_count_; }
 

@@ -49,4 +49,27 @@ unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* 
   return blocks;
 }
 
+unsigned launch_scan_spans(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                           Cand* cand, unsigned blocks_wanted, const ScanTail& tail, const ScanSpans& sp,
+                           cudaStream_t st) {
+  const unsigned blocks = std::max(1u, blocks_wanted);
+  const bool l2 = s.metric == KeyMetric::l2;
+  switch (s.dtype) {
+    case DType::f16:
+      (l2 ? launch_scan_spans_typed<__half, true> : launch_scan_spans_typed<__half, false>)(s, queries, qnorms, nq, k,
+                                                                                            cand, blocks, tail, sp, st);
+      break;
+    case DType::bf16:
+      (l2 ? launch_scan_spans_typed<__nv_bfloat16, true>
+          : launch_scan_spans_typed<__nv_bfloat16, false>)(s, queries, qnorms, nq, k, cand, blocks, tail, sp, st);
+      break;
+    default:
+      (l2 ? launch_scan_spans_typed<float, true> : launch_scan_spans_typed<float, false>)(s, queries, qnorms, nq, k,
+                                                                                          cand, blocks, tail, sp, st);
+      break;
+  }
+  MNEMO_CUDA_LAUNCHED("scan_topk_kernel (spans)");
+  return blocks;
+}
+
 }  // namespace mnemo::cuda

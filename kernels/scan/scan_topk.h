@@ -15,9 +15,17 @@ template <class T, bool L2>
 void launch_scan_typed(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
                        Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
 
+// The same with a span table (launch_scan_spans): one query per CTA row.
+template <class T, bool L2>
+void launch_scan_spans_typed(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                             Cand* cand, unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st);
+
 #define MNEMO_SCAN_TYPED(T, L2)                                                                                  \
   template void launch_scan_typed<T, L2>(const StoreRef&, const float*, const float*, uint32_t, uint32_t, Cand*, \
                                          unsigned, const ScanTail&, cudaStream_t)
+#define MNEMO_SCAN_SPANS_TYPED(T, L2)                                                                                  \
+  template void launch_scan_spans_typed<T, L2>(const StoreRef&, const float*, const float*, uint32_t, uint32_t, Cand*, \
+                                               unsigned, const ScanTail&, const ScanSpans&, cudaStream_t)
 
 extern MNEMO_SCAN_TYPED(float, false);
 extern MNEMO_SCAN_TYPED(float, true);
@@ -25,5 +33,11 @@ extern MNEMO_SCAN_TYPED(__half, false);
 extern MNEMO_SCAN_TYPED(__half, true);
 extern MNEMO_SCAN_TYPED(__nv_bfloat16, false);
 extern MNEMO_SCAN_TYPED(__nv_bfloat16, true);
+extern MNEMO_SCAN_SPANS_TYPED(float, false);
+extern MNEMO_SCAN_SPANS_TYPED(float, true);
+extern MNEMO_SCAN_SPANS_TYPED(__half, false);
+extern MNEMO_SCAN_SPANS_TYPED(__half, true);
+extern MNEMO_SCAN_SPANS_TYPED(__nv_bfloat16, false);
+extern MNEMO_SCAN_SPANS_TYPED(__nv_bfloat16, true);
 
 }  // namespace mnemo::cuda

@@ -46,11 +46,36 @@ __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_
 // sit beside them (same binary, two rounds): 1q x 1M x 768 f32 0.691 vs
 // 0.699 ms, L2 0.693-0.695 vs 0.699-0.701, 4 queries 1.01-1.04 vs 1.46-1.47,
 // 2 queries 0.750-0.759 vs 0.743 ms.
-template <class T, bool L2, int NVEC, int QB, class List>
+//
+// SPANS (inverted-file searches, QB = 1): CTA row blockIdx.y serves query
+// blockIdx.y over its candidate rows, numbered 0 .. total through the
+// query's span table (sp); its queries, norms, block lists, tail words and
+// answer rows are offset by the query. Without spans the loop is the plain
+// slot loop (the span code is compiled out).
+template <class T, bool L2, int NVEC, int QB, class List, bool SPANS = false>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
-                     uint32_t k, Cand* __restrict__ cand, ScanTail tail) {
+                     uint32_t k, Cand* __restrict__ cand, ScanTail tail, ScanSpans sp) {
   extern __shared__ __align__(16) unsigned char smem[];
+  // Rows to scan: the slots, or the query's candidate rows.
+  uint32_t n_rows = s.slots;
+  const uint2* spans = nullptr;
+  if constexpr (SPANS) {
+    const uint32_t y = blockIdx.y;
+    queries += static_cast<uint64_t>(y) * s.ld;
+    qnorms += y;
+    cand += static_cast<uint64_t>(y) * gridDim.x * k;
+    tail.ticket += y;
+    tail.groups += static_cast<uint64_t>(y) * k;
+    if (tail.out_ids) {
+      tail.out_ids += y * tail.k_out;
+      tail.out_scores += y * tail.k_out;
+    } else {
+      tail.lists += static_cast<uint64_t>(y) * k;
+    }
+    spans = sp.spans + static_cast<uint64_t>(y) * sp.stride;
+    n_rows = __ldg(&spans[sp.stride - 1].y);
+  }
   float* qs = reinterpret_cast<float*>(smem);
   const size_t q_bytes = ScanSmem::query_bytes(QB, s.ld);
   Cand* lists = reinterpret_cast<Cand*>(smem + q_bytes);
@@ -79,19 +104,32 @@ __global__ void __launch_bounds__(kThreads)
   // two rows beat one; four were slower for f16 at 768, with shared-memory
   // lists (0.69 vs 0.52 ms) and with register lists (0.68 vs 0.49 ms).
   constexpr int R = 2;
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += R * stride) {
+  // Spans: the span of the warp's current row (rows only grow, so the
+  // cursor only moves forward; every lane walks alike).
+  uint32_t cur = 0;
+  for (uint32_t row = blockIdx.x * kWarps + warp; row < n_rows; row += R * stride) {
     uint32_t slot[R];
     SlotMeta m[R];
     const unsigned char* rows[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint32_t x = row + r * stride;
-      slot[r] = x < s.slots ? x : row;
+      if constexpr (SPANS) {
+        if (x < n_rows) {
+          uint2 e = __ldg(&spans[cur]);
+          while (x >= e.y) e = __ldg(&spans[++cur]);
+          slot[r] = x + e.x;  // modulo 2^32: the span's first slot minus its first row
+        } else {
+          slot[r] = slot[0];
+        }
+      } else {
+        slot[r] = x < s.slots ? x : row;
+      }
       m[r] = slot_meta<true>(s, slot[r]);
-      m[r].live = m[r].live && x < s.slots;
+      m[r].live = m[r].live && x < n_rows;
       rows[r] = base + slot[r] * row_bytes;
     }
-    if (tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, s.slots, row_bytes, lane);
+    if (!SPANS && tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, s.slots, row_bytes, lane);
     float acc[R][QB];
     row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
 #pragma unroll
@@ -118,7 +156,7 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "scan smem");
-    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail);
+    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail, ScanSpans{});
   };
   // Register lists up to 32 entries, one instance per common row width;
   // shared-memory lists beyond, at the run-time width for every row: on the
@@ -160,6 +198,27 @@ template <class T, bool L2>
 void launch_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                        unsigned blocks, const ScanTail& tail, cudaStream_t st) {
   dispatch_qb<T, L2>(s, q, qn, nq, k, cand, blocks, tail, st);
+}
+
+// The span scan's instances: one query per CTA row (QB = 1), register lists
+// at 768 and at the run-time width, shared-memory lists beyond 32 entries.
+template <class T, bool L2>
+void launch_scan_spans_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                             unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st) {
+  constexpr int V = Vec16<T>::kElems;
+  const size_t smem = ScanSmem::bytes(1, s.ld, k);
+  auto go = [&](auto kernel) {
+    if (smem > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "span scan smem");
+    kernel<<<dim3(blocks, nq), kThreads, smem, st>>>(s, q, qn, 1, k, cand, tail, sp);
+  };
+  if (k > 32)
+    go(scan_topk_kernel<T, L2, 0, 1, WarpList, true>);
+  else if (s.ld == 768)
+    go(scan_topk_kernel<T, L2, 768 / V, 1, RegList, true>);
+  else
+    go(scan_topk_kernel<T, L2, 0, 1, RegList, true>);
 }
 
 }  // namespace mnemo::cuda

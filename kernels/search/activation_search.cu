@@ -5,7 +5,8 @@
 // ranges are reduced, the keys formed in place with the formulas of
 // core/activation.h (as the CPU's activation_search.cpp), and selected as
 // any key rows are. The candidates' time and importance ranges do not
-// depend on the query: they are reduced once per search.
+// depend on the query: they are reduced once per search (per query in an
+// inverted-file search, whose candidates are the query's lists).
 #include <algorithm>
 #include <cub/block/block_reduce.cuh>
 #include <limits>
@@ -89,11 +90,46 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) parts[static_cast<uint64_t>(blockIdx.y) * gridDim.x + blockIdx.x] = r;
 }
 
-// One block per query: its relevance parts and the search's meta parts
-// into the query's ActRanges.
+// Inverted-file searches: the candidates differ per query, so the meta
+// ranges do too. rel[q * gridDim.x + block] and meta[...] alike: the
+// ranges over the block's share of row q's candidates (its non-NaN keys).
+__global__ void __launch_bounds__(kThreads)
+    cand_ranges_kernel(StoreRef s, const float* __restrict__ keys, uint32_t n, RelPart* rel, MetaPart* meta) {
+  using RelReduce = cub::BlockReduce<RelPart, kThreads>;
+  using MetaReduce = cub::BlockReduce<MetaPart, kThreads>;
+  __shared__ typename RelReduce::TempStorage rtmp;
+  __shared__ typename MetaReduce::TempStorage mtmp;
+  const float* row = keys + static_cast<uint64_t>(blockIdx.y) * n;
+  RelPart r = empty_rel();
+  MetaPart p = empty_meta();
+  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    const float v = row[i];
+    if (v != v) continue;
+    r.lo = fminf(r.lo, v);
+    r.hi = fmaxf(r.hi, v);
+    const double t = s.times[i];
+    const float imp = s.importance[i];
+    p.t_min = fmin(p.t_min, t);
+    p.t_max = fmax(p.t_max, t);
+    p.imp_min = fminf(p.imp_min, imp);
+    p.imp_max = fmaxf(p.imp_max, imp);
+    ++p.count;
+  }
+  r = RelReduce(rtmp).Reduce(r, RelJoin{});
+  p = MetaReduce(mtmp).Reduce(p, MetaJoin{});
+  if (threadIdx.x == 0) {
+    const uint64_t at = static_cast<uint64_t>(blockIdx.y) * gridDim.x + blockIdx.x;
+    rel[at] = r;
+    meta[at] = p;
+  }
+}
+
+// One block per query: its relevance parts and the meta parts (the
+// search's, or with meta_stride > 0 the query's at q * meta_stride) into
+// the query's ActRanges.
 __global__ void __launch_bounds__(kThreads)
     finish_ranges_kernel(const RelPart* __restrict__ rel, uint32_t n_rel, const MetaPart* __restrict__ meta,
-                         uint32_t n_meta, ActRanges* out) {
+                         uint32_t n_meta, uint32_t meta_stride, ActRanges* out) {
   using RelReduce = cub::BlockReduce<RelPart, kThreads>;
   using MetaReduce = cub::BlockReduce<MetaPart, kThreads>;
   __shared__ typename RelReduce::TempStorage rtmp;
@@ -102,6 +138,7 @@ __global__ void __launch_bounds__(kThreads)
   RelPart r = empty_rel();
   for (uint32_t i = threadIdx.x; i < n_rel; i += kThreads) r = RelJoin{}(r, rel[static_cast<uint64_t>(q) * n_rel + i]);
   MetaPart m = empty_meta();
+  meta += static_cast<uint64_t>(q) * meta_stride;
   for (uint32_t i = threadIdx.x; i < n_meta; i += kThreads) m = MetaJoin{}(m, meta[i]);
   r = RelReduce(rtmp).Reduce(r, RelJoin{});
   m = MetaReduce(mtmp).Reduce(m, MetaJoin{});
@@ -158,7 +195,7 @@ ActRanges empty_ranges() {
 
 void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const Activation& act,
                               const float* q, const float* qn, uint64_t nq, uint64_t k, uint64_t k_out,
-                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores) {
+                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores, const IvfLists* ivf) {
   const uint32_t n = s.slots;
   const uint32_t kc = search_list_length(n, k, false);
   const bool small = kc <= static_cast<uint32_t>(kSmallKMax);
@@ -176,6 +213,9 @@ void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef&
   // Lists of every query and the ranges of every query, for the whole call.
   Arena fixed;
   const size_t o_lists = fixed.add(nq * kc * sizeof(Cand)), o_ranges = fixed.add(nq * sizeof(ActRanges));
+  // An inverted-file search's coarse step, queued on st, may still read the
+  // buffers: a growth (rare: they only grow) waits for it first.
+  if (ivf && fixed.size() > ctx.work2.size()) MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
   ctx.work2.reserve(fixed.size());
   Cand* lists = at<Cand>(ctx.work2.get(), o_lists);
   ActRanges* ranges = at<ActRanges>(ctx.work2.get(), o_ranges);
@@ -207,16 +247,18 @@ void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef&
     ar = Arena();
     o_keys = ar.add(qc * row);
     o_rel = ar.add(qc * n_rel * sizeof(RelPart));
-    o_meta = ar.add(n_meta * sizeof(MetaPart));
+    // Inverted-file searches: meta parts per query, as the relevance parts.
+    o_meta = ar.add((ivf ? std::max<uint64_t>(n_meta, qc * n_rel) : n_meta) * sizeof(MetaPart));
     o_sel = ar.add(sel);
     if (ar.size() <= budget || qc == 1) break;
     qc = (qc + 1) / 2;
   }
+  if (ivf && ar.size() > ctx.work.size()) MNEMO_CUDA_CHECK(cudaStreamSynchronize(st));
   void* w = ctx.scratch(ar.size());
   float* keys = at<float>(w, o_keys);
   RelPart* rel_parts = at<RelPart>(w, o_rel);
   MetaPart* meta_parts = at<MetaPart>(w, o_meta);
-  if (!given) {
+  if (!given && !ivf) {
     meta_ranges_kernel<<<n_meta, kThreads, 0, st>>>(s, meta_parts);
     MNEMO_CUDA_LAUNCHED("meta_ranges_kernel");
   }
@@ -224,10 +266,18 @@ void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef&
   for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
     const uint32_t m = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
     launch_score_rows(rel, q + q0 * s.ld, qn + q0, m, keys, static_cast<unsigned>(sm_count), st);
-    if (!given) {
+    // Inverted-file searches: slots outside the query's lists and hot tier
+    // are no candidates (NaN), as the excluded slots.
+    if (ivf) launch_ivf_mask(*ivf, static_cast<uint32_t>(q0), m, n, keys, st);
+    if (!given && ivf) {
+      cand_ranges_kernel<<<dim3(n_rel, m), kThreads, 0, st>>>(s, keys, n, rel_parts, meta_parts);
+      MNEMO_CUDA_LAUNCHED("cand_ranges_kernel");
+      finish_ranges_kernel<<<m, kThreads, 0, st>>>(rel_parts, n_rel, meta_parts, n_rel, n_rel, ranges + q0);
+      MNEMO_CUDA_LAUNCHED("finish_ranges_kernel");
+    } else if (!given) {
       rel_ranges_kernel<<<dim3(n_rel, m), kThreads, 0, st>>>(keys, n, rel_parts);
       MNEMO_CUDA_LAUNCHED("rel_ranges_kernel");
-      finish_ranges_kernel<<<m, kThreads, 0, st>>>(rel_parts, n_rel, meta_parts, n_meta, ranges + q0);
+      finish_ranges_kernel<<<m, kThreads, 0, st>>>(rel_parts, n_rel, meta_parts, n_meta, 0, ranges + q0);
       MNEMO_CUDA_LAUNCHED("finish_ranges_kernel");
     }
     if (act.ranges_out) continue;

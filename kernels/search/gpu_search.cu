@@ -13,6 +13,7 @@
 #include "device/cuda_backend.h"
 #include "device/device_args.h"
 #include "device/device_store.h"
+#include "search/ivf_search.h"
 #include "search/search_kernels.h"
 #include "select/compact_select.h"
 
@@ -427,6 +428,37 @@ void CudaBackend::search(const SearchArgs& a) {
     s.inv_half_life = 1.0 / a.act.half_life;  // as the CPU: 0 for an infinite half-life
   }
   const bool normalized = a.act.on && a.act.normalize;
+  // An inverted-file search: the centroids' device copy and the bound on a
+  // query's candidate rows (nprobe times the largest list, plus the hot
+  // tier), from the host's offsets.
+  const IvfProbe* probe = a.probe;
+  const DeviceStore* cs = probe ? static_cast<const DeviceStore*>(probe->centroid_mirror) : nullptr;
+  IvfDevice ivf;
+  bool ivf_scan = false;
+  if (probe) {
+    const StoreView& c = *probe->centroids;
+    if (cs == nullptr) fail(Code::internal, "CUDA inverted-file search without a device copy of the centroids");
+    if (c.dtype != DType::f32 || c.dim != v.dim || cs->ld() != ld || c.slots >= 0xffffffffull || probe->nprobe == 0)
+      fail(Code::internal, "CUDA inverted-file search: the centroids do not match the store");
+    const auto nlist = static_cast<uint32_t>(c.slots);
+    uint64_t longest = 0;
+    for (uint32_t l = 0; l < nlist; ++l) {
+      const uint64_t lo = std::min<uint64_t>(probe->offsets[l], slots),
+                     hi = std::min<uint64_t>(probe->offsets[l + 1], slots);
+      if (hi > lo) longest = std::max(longest, hi - lo);
+    }
+    const uint64_t hot = probe->hot_begin < slots ? slots - probe->hot_begin : 0;
+    ivf.centroids =
+        StoreRef{cs->vectors(), DType::f32, cs->ld(), static_cast<uint32_t>(v.dim), nlist, cs->ids(), cs->norms(),
+                 cs->biases(),  nullptr,    false,    key_metric(v.metric),         false};
+    ivf.centroids.times = cs->times();
+    ivf.centroids.importance = cs->importance();
+    ivf.nlist = nlist;
+    ivf.nprobe = probe->nprobe;
+    ivf.hot_begin = static_cast<uint32_t>(std::min<uint64_t>(probe->hot_begin, slots));
+    ivf.max_rows = static_cast<uint32_t>(std::min<uint64_t>(slots, probe->nprobe * longest + hot));
+    ivf_scan = ivf_scans(ivf.max_rows, a.k, normalized);
+  }
   // Device queries whose rows are already ld long (and 16-byte aligned, as
   // checked by the ABI) are read in place; others get one padded copy.
   const bool copy_q = !dev || ld != v.dim;
@@ -441,6 +473,13 @@ void CudaBackend::search(const SearchArgs& a) {
   const size_t o_bad = io.add(check_inside ? nq * 4 : 0);
   // Host results: ids then scores in one span, downloaded by one copy.
   const size_t o_ids = io.add(dev ? 0 : nq * emit_k * 12);
+  // An inverted-file search's coarse lists, span table or list bitmap, and
+  // its offsets when the probe brings no device copy.
+  const uint64_t np = probe ? probe->nprobe : 0;
+  const size_t o_cids = io.add(nq * np * 8), o_cscores = io.add(nq * np * 4),
+               o_spans = io.add(ivf_scan ? nq * (np + 1) * 8 : 0),
+               o_bits = io.add(probe && !ivf_scan ? nq * ivf_words(ivf.nlist) * 4 : 0),
+               o_offsets = io.add(probe && !probe->device_offsets ? (ivf.nlist + 1) * 8ull : 0);
   if (dev) {
     need_device_memory(a.queries, "queries", cfg_.device_id);
     need_device_memory(a.ids, "ids", cfg_.device_id);
@@ -470,6 +509,14 @@ void CudaBackend::search(const SearchArgs& a) {
   const float* q = copy_q ? at<float>(iob.get(), o_q) : a.queries;
   float* qn = at<float>(iob.get(), o_qn);
   if (a.allow) s.allow = at<uint64_t>(iob.get(), o_allow);
+  if (probe) {
+    ivf.offsets = probe->device_offsets ? static_cast<const uint64_t*>(probe->device_offsets)
+                                        : at<uint64_t>(iob.get(), o_offsets);
+    ivf.coarse_ids = at<uint64_t>(iob.get(), o_cids);
+    ivf.coarse_scores = at<float>(iob.get(), o_cscores);
+    ivf.spans = ivf_scan ? at<uint2>(iob.get(), o_spans) : nullptr;
+    ivf.list_bits = ivf_scan ? nullptr : at<uint32_t>(iob.get(), o_bits);
+  }
   // One pinned staging buffer for the host inputs (the queries at its
   // start, then the filter, as in io) and the results, sized once so it is
   // never reallocated while a copy is in flight.
@@ -481,7 +528,7 @@ void CudaBackend::search(const SearchArgs& a) {
   // straight into pinned staging (device-accessible under unified
   // addressing), which saves a copy; other host calls download them.
   const bool scan_call =
-      results && !normalized && nq < kGemmMinQueries && search_list_length(slots, a.k, false) <= kSmallKMax;
+      results && !normalized && !probe && nq < kGemmMinQueries && search_list_length(slots, a.k, false) <= kSmallKMax;
   uint64_t* d_ids = dev ? a.ids : scan_call ? reinterpret_cast<uint64_t*>(staged) : at<uint64_t>(iob.get(), o_ids);
   float* d_scores = dev ? a.scores : reinterpret_cast<float*>(d_ids + nq * emit_k);
   const uint64_t k_out = dev ? a.k : emit_k;
@@ -527,7 +574,13 @@ void CudaBackend::search(const SearchArgs& a) {
       const void* src = dev ? static_cast<const void*>(a.allow) : staged + o_staged_allow;
       MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_allow), src, words * 8, cudaMemcpyHostToDevice, st));
     }
-    if (normalized)
+    if (probe && !probe->device_offsets)
+      MNEMO_CUDA_CHECK(cudaMemcpyAsync(at<uint64_t>(iob.get(), o_offsets), probe->offsets, (ivf.nlist + 1) * 8ull,
+                                       cudaMemcpyHostToDevice, st));
+    if (probe)
+      ivf_device_search(*ctx, st, s, ivf, normalized ? &a.act : nullptr, q, qn, nq, a.k, k_out, cfg_.workspace_bytes,
+                        sm_count_, d_ids, d_scores);
+    else if (normalized)
       normalized_device_search(*ctx, st, s, a.act, q, qn, nq, a.k, k_out, cfg_.workspace_bytes, sm_count_, d_ids,
                                d_scores);
     else
@@ -548,6 +601,7 @@ void CudaBackend::search(const SearchArgs& a) {
   if (dev) {
     ctx->end_on(st);
     ds->add_reader(st);
+    if (cs) cs->add_reader(st);
     return;
   }
   if (normalized && a.act.ranges_out) return;  // ranges only, written (and waited for) above

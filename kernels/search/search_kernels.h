@@ -67,12 +67,30 @@ struct ScanTail {
   unsigned* next_unit = nullptr;
 };
 
+// A span table of an inverted-file search (ivf_search.cu): per query,
+// `stride` entries {x, y}, y the rows through this span (inclusive prefix
+// sums of the span lengths, so entry stride - 1 holds the query's total)
+// and x the span's first slot minus its first row (modulo 2^32): row v of
+// the query lies in the first span whose y exceeds v, at slot v + x.
+// Empty spans are entries whose y equals the previous one.
+struct ScanSpans {
+  const uint2* spans = nullptr;  // [nq][stride]
+  uint32_t stride = 0;
+};
+
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
 // f32 (zero padded), qnorms [nq]. Writes per-block lists cand[nq][blocks][k]
 // with blocks from scan_blocks(), then the tail's merge when it has a
 // ticket. Returns the number of blocks used.
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
                           Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
+// The same scan over span tables: grid (blocks, nq), CTA row q scans query
+// q's candidate rows (queries + q * ld, qnorms + q). cand holds
+// [nq][blocks][k]; the tail (which must have a ticket) takes nq tickets at
+// tail.ticket and nq * k group words at tail.groups, zeroed, and writes
+// query q's answer at row q of out_ids / out_scores (or lists).
+unsigned launch_scan_spans(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                           Cand* cand, unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st);
 // Blocks the scan would use for this store (to size cand buffers).
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
 
@@ -162,16 +180,32 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const f
                    uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
                    float* d_scores);
 
+// The candidates of an inverted-file search for the paths that key every
+// slot (large k, normalised activation): query q's candidates are the slots
+// of the lists whose bits are set in row q of list_bits, and the hot tier
+// [hot_begin, slots). Built by ivf_device_search (ivf_search.cu).
+struct IvfLists {
+  const uint64_t* offsets = nullptr;    // [nlist + 1] on the device
+  const uint32_t* list_bits = nullptr;  // [nq][words]
+  uint32_t words = 0, nlist = 0, hot_begin = 0;
+};
+// Keys [m][n] of queries q0 .. q0 + m - 1: NaN where the slot is not one of
+// the query's candidates.
+void launch_ivf_mask(const IvfLists& c, uint32_t q0, uint32_t m, uint32_t n, float* keys, cudaStream_t st);
+
 // Normalised activation search (activation_search.cu), in place of
 // device_search when act.normalize is set: relevance keys of every slot per
 // query chunk in the workspace, the candidates' ranges, min-max scaled keys,
 // selection. With act.ranges_out it writes each query's ranges there (host
 // memory, [nq]) and no results. s carries the store, filter, bias flag,
 // times and importance (its plain-activation fields unused); outputs as for
-// device_search.
+// device_search. ivf (or null): an inverted-file search's candidates, the
+// ranges (relevance, times, importances, count) then taken per query over
+// its own candidates.
 void normalized_device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const Activation& act,
                               const float* q, const float* qn, uint64_t nq, uint64_t k, uint64_t k_out,
-                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores);
+                              uint64_t workspace, int sm_count, uint64_t* d_ids, float* d_scores,
+                              const IvfLists* ivf = nullptr);
 
 // Query index (into result[0], UINT64_MAX kept when none) of the first of nq
 // rows [dim] whose largest magnitude does not fit FAST f16 arithmetic (see
