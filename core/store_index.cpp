@@ -119,7 +119,7 @@ IndexLayout Store::compute_layout(const IndexOptions& o, bool take_locks) {
         }
       }
       lists.resize(n);
-      coarse.assign(rows.data(), n, lists.data());
+      coarse.assign(rows.data(), n, lists.data(), rt_.threads());
       L.lists.insert(L.lists.end(), lists.begin(), lists.end());
     }
   }

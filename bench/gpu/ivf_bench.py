@@ -53,22 +53,29 @@ def main():
     ap.add_argument("--single", type=int, default=100)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--nlist", type=int, default=4096)
+    ap.add_argument("--train-per-list", type=int, default=256)
     ap.add_argument("--nprobe", default="1,2,4,8,16,32,64,128")
     ap.add_argument("--out", default="ivf-gpu.jsonl")
     ap.add_argument("--no-cuvs", action="store_true")
+    # cuVS on float16 rows and queries ranks near ties differently from the
+    # f32 queries mnemo takes (recall against the exact scan levels off near
+    # 0.79 on this data): by default it gets float32 rows and queries, the
+    # store's f16 values widened, freed of mnemo's store first.
+    ap.add_argument("--cuvs-dtype", choices=["f32", "f16"], default="f32")
+    ap.add_argument("--centre-scale", type=float, default=1.0)
     a = ap.parse_args()
     import mnemo
 
     rows = []
 
     def emit(**r):
-        r.update(n=a.n, dim=a.dim, gpu=torch.cuda.get_device_name())
+        r.update(n=a.n, dim=a.dim, gpu=torch.cuda.get_device_name(), centre_scale=a.centre_scale)
         rows.append(r)
         print(json.dumps(r), flush=True)
 
     gen = torch.Generator(device="cuda")
     gen.manual_seed(7)
-    centres = torch.randn((a.clusters, a.dim), device="cuda", generator=gen)
+    centres = torch.randn((a.clusters, a.dim), device="cuda", generator=gen) * a.centre_scale
     s = torch.rand(a.clusters, device="cuda", generator=gen) * 0.7 + 0.3
     sigma = torch.sqrt(s * s + 0.09)
 
@@ -116,7 +123,7 @@ def main():
          batch_qps=a.nq / exact_s, add_gbps=a.n * a.dim * 2 / add_s / 1e9)
 
     t0 = time.perf_counter()
-    store.build_index(nlist=a.nlist, background=False)
+    store.build_index(nlist=a.nlist, train_per_list=a.train_per_list, background=False)
     build_s = time.perf_counter() - t0
     info = store.index_info()
     emit(impl="mnemo", kind="build", nlist=a.nlist, build_s=build_s, largest_list=int(info.largest_list))
@@ -129,6 +136,12 @@ def main():
              batch_qps=a.nq / bs)
 
     if not a.no_cuvs:
+        import gc
+        del store, rt
+        gc.collect()
+        if a.cuvs_dtype == "f32":
+            data = data.float()
+            torch.cuda.empty_cache()
         try:
             from cuvs.common import Resources
             from cuvs.neighbors import ivf_flat
@@ -141,8 +154,9 @@ def main():
             t0 = time.perf_counter()
             index = ivf_flat.build(params, data, resources=res)
             res.sync()
-            emit(impl="cuvs", kind="build", nlist=a.nlist, build_s=time.perf_counter() - t0, pool=pool)
-            qh = q.half()
+            emit(impl="cuvs", kind="build", nlist=a.nlist, build_s=time.perf_counter() - t0, pool=pool,
+                 dtype=a.cuvs_dtype)
+            qh = q if a.cuvs_dtype == "f32" else q.half()
             for p in probes:
                 sp = ivf_flat.SearchParams(n_probes=p)
                 nb = torch.empty((a.nq, a.k), dtype=torch.int64, device="cuda")

@@ -54,6 +54,7 @@ def main():
     ap.add_argument("--nlist", type=int, default=1000)
     ap.add_argument("--nprobe", default="1,2,4,8,16,32,64")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--centre-scale", type=float, default=1.0)
     ap.add_argument("--out", default="bench/results/ivf-cpu.jsonl")
     a = ap.parse_args()
     import faiss
@@ -63,11 +64,11 @@ def main():
     rows = []
 
     def emit(**r):
-        r.update(n=a.n, dim=a.dim, threads=a.threads)
+        r.update(n=a.n, dim=a.dim, threads=a.threads, centre_scale=a.centre_scale)
         rows.append(r)
         print(json.dumps(r), flush=True)
 
-    mix = Mixture(a.clusters, a.dim)
+    mix = Mixture(a.clusters, a.dim, centre_scale=a.centre_scale)
     t0 = time.perf_counter()
     x = mix.draw(a.n, seed=11)
     q = mix.draw(a.nq, seed=12)

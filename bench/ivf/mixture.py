@@ -7,10 +7,12 @@ import numpy as np
 
 class Mixture:
     def __init__(self, clusters: int, dim: int, seed: int = 7, scale_lo: float = 0.3, scale_hi: float = 1.0,
-                 noise: float = 0.3):
+                 noise: float = 0.3, centre_scale: float = 1.0):
         rng = np.random.default_rng(seed)
         self.dim = dim
-        self.centres = rng.standard_normal((clusters, dim), dtype=np.float32)
+        # centre_scale 1: clusters far apart for their spread (neighbours
+        # come from one cluster); smaller values overlap them.
+        self.centres = rng.standard_normal((clusters, dim), dtype=np.float32) * np.float32(centre_scale)
         # Per-cluster spread around the centre, on top of the shared floor.
         s = rng.uniform(scale_lo, scale_hi, clusters).astype(np.float32)
         self.sigma = np.sqrt(s * s + noise * noise).astype(np.float32)

@@ -20,13 +20,9 @@
 #include <omp.h>
 #endif
 
+#include "blas_threads.h"
 #include "parallel_errors.h"
 #include "search_common.h"
-
-extern "C" {
-int openblas_get_num_threads(void);
-void openblas_set_num_threads(int);
-}
 
 namespace mnemo::cpu {
 
@@ -35,39 +31,6 @@ namespace {
 constexpr uint64_t kTileRows = 512;    // store rows per sgemm tile
 constexpr uint64_t kQueryChunk = 256;  // queries per sgemm call
 constexpr float kUnit = 0x1p-24f;      // f32 unit roundoff
-
-// OpenBLAS runs single-threaded while any GEMM search is in flight (the
-// OpenMP threads give the parallelism), and gets its thread count back after.
-class BlasSingleThread {
- public:
-  BlasSingleThread() {
-    std::lock_guard<std::mutex> lock(mu());
-    if (users()++ == 0) {
-      saved() = openblas_get_num_threads();
-      if (saved() != 1) openblas_set_num_threads(1);
-    }
-  }
-  ~BlasSingleThread() {
-    std::lock_guard<std::mutex> lock(mu());
-    if (--users() == 0 && saved() != 1) openblas_set_num_threads(saved());
-  }
-  BlasSingleThread(const BlasSingleThread&) = delete;
-  BlasSingleThread& operator=(const BlasSingleThread&) = delete;
-
- private:
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
-  static int& users() {
-    static int n = 0;
-    return n;
-  }
-  static int& saved() {
-    static int n = 1;
-    return n;
-  }
-};
 
 struct Cand {
   float key;  // GEMM key

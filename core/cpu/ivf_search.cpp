@@ -22,7 +22,8 @@ namespace mnemo::cpu {
 namespace {
 
 constexpr uint64_t kChunk = 4096;
-constexpr uint64_t kTeamMinBytes = uint64_t{4} << 20;
+constexpr uint64_t kTeamMinBytes = uint64_t{1} << 20;
+constexpr uint64_t kGemmQueriesPerList = 4;
 
 int thread_index() {
 #ifdef _OPENMP
@@ -61,10 +62,41 @@ std::vector<Span> probe_spans(const IvfProbe& p, uint64_t slots, const uint64_t*
   return spans;
 }
 
+namespace {
+
+// One query's best `cap` candidates among `spans` of a's store, the spans'
+// rows spread over the threads in pieces when there are enough bytes to
+// pay for a team.
+std::vector<Hit> scan_one(const SearchArgs& a, const float* q, const std::vector<Span>& spans, uint64_t cap, int nt) {
+  const StoreView& s = *a.store;
+  const std::vector<Span> pieces = pieces_of(spans);
+  const float qn = query_norm(q, s.dim);
+  uint64_t rows = 0;
+  for (const Span& sp : pieces) rows += sp.hi - sp.lo;
+  // A thread team costs more than a small read takes (and, on a loaded
+  // machine, waits for a core): small probes run on this thread.
+  const bool team = pieces.size() > 1 && rows * s.dim * dtype_size(s.dtype) >= kTeamMinBytes;
+  std::vector<TopK> parts(static_cast<size_t>(team ? nt : 1), TopK(cap));
+  std::atomic<uint64_t> next{0};
+  ParallelErrors errors;
+#pragma omp parallel num_threads(nt) if (team)
+  errors.run([&] {
+    TopK& top = parts[static_cast<size_t>(thread_index())];
+    for (uint64_t i = next++; i < pieces.size(); i = next++)
+      scan_range(s, a, q, 1, &qn, pieces[i].lo, pieces[i].hi, &top);
+  });
+  errors.rethrow();
+  for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
+  return parts[0].take_sorted();
+}
+
+}  // namespace
+
 void ivf_search(Backend& self, const SearchArgs& a, int nt, bool batch) {
   const IvfProbe& p = *a.probe;
   const StoreView& s = *a.store;
-  // Coarse step: the nprobe best lists of every query.
+  // Coarse step: the nprobe best lists of every query (one query: over the
+  // threads, as its lists are read next).
   std::vector<uint64_t> lists(a.nq * p.nprobe);
   std::vector<float> coarse_scores(a.nq * p.nprobe);
   SearchArgs c;
@@ -74,15 +106,23 @@ void ivf_search(Backend& self, const SearchArgs& a, int nt, bool batch) {
   c.k = p.nprobe;
   c.ids = lists.data();
   c.scores = coarse_scores.data();
-  self.search(c);
+  if (a.nq == 1) {
+    const std::vector<Hit> best = scan_one(c, a.queries, {{0, p.centroids->slots}}, p.nprobe, nt);
+    for (uint64_t j = 0; j < p.nprobe; ++j) lists[j] = j < best.size() ? best[j].id : kNoId;
+  } else {
+    self.search(c);
+  }
 
   if (a.act.on && a.act.normalize) {
     for (uint64_t qi = 0; qi < a.nq; ++qi) normalized_group(a, qi, 1, probe_spans(p, s.slots, lists.data(), qi), nt);
     return;
   }
-  if (batch && s.slots >= kGemmMinSlots) {
-    // A batch through sgemm: each list against the queries that probe it
-    // (its rows read once for all of them), the hot tier against all.
+  // A batch through sgemm when lists are shared by enough queries to make
+  // tiles of several rows (measured on 1M x 768: with about one query a list
+  // the streaming path below reads each list once anyway and wins).
+  if (batch && s.slots >= kGemmMinSlots && a.nq * p.nprobe >= kGemmQueriesPerList * p.centroids->slots) {
+    // Each list against the queries that probe it (its rows read once for
+    // all of them), the hot tier against all.
     const uint64_t nlist = p.centroids->slots;
     std::vector<std::vector<uint32_t>> askers(nlist);
     for (uint64_t qi = 0; qi < a.nq; ++qi)
@@ -102,28 +142,11 @@ void ivf_search(Backend& self, const SearchArgs& a, int nt, bool batch) {
     return gemm_search(a, nt, &plan);
   }
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(s.slots, 1));
-  ParallelErrors errors;
   if (a.nq == 1) {
-    const std::vector<Span> pieces = pieces_of(probe_spans(p, s.slots, lists.data(), 0));
-    const float qn = query_norm(a.queries, s.dim);
-    std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
-    std::atomic<uint64_t> next{0};
-    // A thread team costs more than a few megabytes take to read (and, on a
-    // loaded machine, waits for a core): small probes run on this thread.
-    uint64_t rows = 0;
-    for (const Span& sp : pieces) rows += sp.hi - sp.lo;
-    const bool team = pieces.size() > 1 && rows * s.dim * dtype_size(s.dtype) >= kTeamMinBytes;
-#pragma omp parallel num_threads(nt) if (team)
-    errors.run([&] {
-      TopK& top = parts[static_cast<size_t>(thread_index())];
-      for (uint64_t i = next++; i < pieces.size(); i = next++)
-        scan_range(s, a, a.queries, 1, &qn, pieces[i].lo, pieces[i].hi, &top);
-    });
-    errors.rethrow();
-    for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
-    write_results(parts[0].take_sorted(), a, 0, s.metric);
+    write_results(scan_one(a, a.queries, probe_spans(p, s.slots, lists.data(), 0), cap, nt), a, 0, s.metric);
     return;
   }
+  ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t i = 0; i < static_cast<int64_t>(a.nq); ++i) {
     errors.run([&] {

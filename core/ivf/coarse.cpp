@@ -32,8 +32,10 @@ Coarse::Coarse(Backend& be, uint64_t dim, Metric metric, std::vector<float> cent
   if (mirror_) mirror_->update(view_, 0, n);
 }
 
-void Coarse::assign(const float* rows, uint64_t n, uint32_t* lists) const {
+void Coarse::assign(const float* rows, uint64_t n, uint32_t* lists, int threads) const {
   if (n == 0) return;
+  if (be_.kind() == BackendKind::cpu)
+    return assign_rows_cpu(rows, n, dim_, c_.data(), norms_.data(), nlist(), view_.metric, threads, lists);
   std::vector<uint64_t> ids(n);
   std::vector<float> scores(n);
   SearchArgs a;

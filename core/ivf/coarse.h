@@ -23,8 +23,9 @@ class Coarse {
   const StoreView& view() const { return view_; }
   const StoreMirror* mirror() const { return mirror_.get(); }
   Backend& backend() const { return be_; }
-  // The best list of each of n rows (f32 [n x dim]) into lists[n].
-  void assign(const float* rows, uint64_t n, uint32_t* lists) const;
+  // The best list of each of n rows (f32 [n x dim]) into lists[n]: a search
+  // of the centroids on a GPU backend, sgemm tiles on the CPU (`threads`).
+  void assign(const float* rows, uint64_t n, uint32_t* lists, int threads = 1) const;
 
  private:
   Backend& be_;
@@ -36,6 +37,11 @@ class Coarse {
   StoreView view_;
   std::unique_ptr<StoreMirror> mirror_;
 };
+
+// Rows to their best centroid with OpenBLAS on `threads` threads
+// (assign_cpu.cpp); cnorm: the centroids' L2 norms.
+void assign_rows_cpu(const float* rows, uint64_t n, uint64_t dim, const float* c, const float* cnorm, uint32_t nlist,
+                     Metric metric, int threads, uint32_t* lists);
 
 // k-means (kmeans.cpp): nlist centroids of the n rows x (f32 [n x dim]),
 // `iters` rounds of assignment on `be` and mean updates, seeded. Cosine

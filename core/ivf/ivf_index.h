@@ -25,7 +25,7 @@ struct IndexOptions {
 };
 
 constexpr uint32_t kDefaultIters = 10;
-constexpr uint32_t kDefaultPerList = 64;
+constexpr uint32_t kDefaultPerList = 256;
 // Lists a layout may have: the journal carries the count in 23 bits.
 constexpr uint32_t kMaxLists = (1u << 23) - 1;
 constexpr uint32_t kHotList = 0xffffffffu;  // a memory of the hot tier

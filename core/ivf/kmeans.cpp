@@ -44,7 +44,7 @@ std::vector<float> train_kmeans(Backend& be, const float* x, uint64_t n, uint64_
   std::vector<double> sums(static_cast<size_t>(nlist) * dim);
   std::vector<uint64_t> counts(nlist);
   for (uint32_t it = 0; it < iters; ++it) {
-    Coarse(be, dim, train_metric, c).assign(x, n, lists.data());
+    Coarse(be, dim, train_metric, c).assign(x, n, lists.data(), threads);
     std::fill(sums.begin(), sums.end(), 0.0);
     std::fill(counts.begin(), counts.end(), 0);
     for (uint64_t i = 0; i < n; ++i) ++counts[lists[i]];
