@@ -100,14 +100,18 @@ bench:
 # scan and faiss-cpu's IndexIVFFlat (pip, pinned, in a venv of the bench
 # folder) on 1M x 768 clustered rows; the report also takes the last GPU run.
 IVF_BENCH_ARGS ?=
+IVF_GPU_RESULTS ?= bench/results/ivf-h100.jsonl
 bench-ivf:
 	[ -x $(BENCH)/ivf-venv/bin/python ] || { /usr/bin/python3 -m venv $(BENCH)/ivf-venv && \
-	  $(BENCH)/ivf-venv/bin/pip install -q faiss-cpu==1.15.1 numpy==2.4.6 matplotlib==3.11.2; }
+	  $(BENCH)/ivf-venv/bin/pip install -q faiss-cpu==1.15.1 numpy==2.4.6 matplotlib==3.11.2 scikit-learn==1.7.2; }
 	PYTHONPATH=python MNEMO_LIB_DIR=$(BENCH)/lib $(BENCH)/ivf-venv/bin/python bench/ivf/cpu_ivf_bench.py \
 	  --threads $(BENCH_THREADS) --out bench/results/ivf-cpu.jsonl $(IVF_BENCH_ARGS)
+	PYTHONPATH=python MNEMO_LIB_DIR=$(BENCH)/lib $(BENCH)/ivf-venv/bin/python bench/ivf/cpu_ivf_bench.py \
+	  --threads $(BENCH_THREADS) --data patches --nlist 360 --out bench/results/ivf-cpu-patches.jsonl
 	$(BENCH)/ivf-venv/bin/python bench/ivf/report.py docs/benchmarks.md docs/ivf-recall.png \
-	  --cpu bench/results/ivf-cpu.jsonl "make bench-ivf  # BENCH_THREADS=$(BENCH_THREADS)" \
-	  $$( [ -f bench/results/ivf-h200.jsonl ] && echo --gpu bench/results/ivf-h200.jsonl )
+	  cpu bench/results/ivf-cpu.jsonl "make bench-ivf" faiss \
+	  cpu-patches bench/results/ivf-cpu-patches.jsonl "make bench-ivf (--data patches)" faiss \
+	  $$( [ -f $(IVF_GPU_RESULTS) ] && echo gpu $(IVF_GPU_RESULTS) device-test.sh cuvs )
 
 # libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
 # each for FUZZ_SECONDS and prints executions, coverage and findings.

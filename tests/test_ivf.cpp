@@ -390,6 +390,43 @@ TEST(Ivf, ShardedStore) {
   expect_same(search(s.get(), q, 5, 20, o), exact, "sharded, full probe");
 }
 
+// A store sharded over every visible GPU (two or more; skipped otherwise):
+// one set of centroids, each GPU's own lists, full probe equals the exact
+// scan and a fresh memory is found at nprobe 1.
+TEST(Ivf, ShardedOverGpus) {
+  mnemo_runtime_options ro = mt::test_options();
+  ro.backend = MNEMO_BACKEND_CUDA;
+  ro.device_count = MNEMO_ALL_DEVICES;
+  mnemo_runtime* raw = nullptr;
+  if (mnemo_runtime_create(&ro, &raw) != MNEMO_OK) GTEST_SKIP() << "no CUDA runtime: " << mt::last_error();
+  mt::RuntimePtr rt(raw);
+  mnemo_runtime_report rep;
+  std::memset(&rep, 0, sizeof rep);
+  rep.struct_size = sizeof rep;
+  ASSERT_OK(mnemo_runtime_info(rt.get(), &rep));
+  if (rep.device_count < 2) GTEST_SKIP() << "fewer than two GPUs";
+  auto rng = mt::rng_for_test();
+  const size_t dim = 64;
+  const Mixture mix(rng, 20, dim);
+  auto s = mixture_store(rng, mix, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, 20011, rt.get());
+  const mnemo_index_options io = index_opts(40);
+  ASSERT_OK(mnemo_store_build_index(s.get(), &io));
+  const mnemo_index_info info = info_of(s.get());
+  EXPECT_EQ(info.nlist, 40u);
+  EXPECT_EQ(info.indexed, 20011u);
+  Buf<float> q(9 * dim);
+  mix.draw(rng, q.data(), 9);
+  mnemo_search_options o = mnemo_search_options_default();
+  const Results exact = search(s.get(), q, 9, 25, o);
+  o.nprobe = 40;
+  expect_same(search(s.get(), q, 9, 25, o), exact, "sharded over GPUs, full probe");
+  Buf<uint64_t> id(1);
+  id[0] = 424242;
+  ASSERT_OK(mnemo_store_add(s.get(), id.data(), q.data(), MNEMO_DTYPE_F32, 1));
+  o.nprobe = 1;
+  EXPECT_EQ(search(s.get(), q, 1, 1, o).ids[0], 424242u);
+}
+
 TEST(Ivf, BadArguments) {
   auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
   mnemo_index_options o = mnemo_index_options_default();

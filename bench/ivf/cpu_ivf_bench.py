@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--nprobe", default="1,2,4,8,16,32,64")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--centre-scale", type=float, default=1.0)
+    ap.add_argument("--data", choices=["mixture", "patches"], default="mixture",
+                    help="patches: real image patches (bench/ivf/patches.py); --n, --dim, --clusters ignored")
     ap.add_argument("--out", default="bench/results/ivf-cpu.jsonl")
     a = ap.parse_args()
     import faiss
@@ -64,15 +66,23 @@ def main():
     rows = []
 
     def emit(**r):
-        r.update(n=a.n, dim=a.dim, threads=a.threads, centre_scale=a.centre_scale)
+        r.update(n=a.n, dim=a.dim, threads=a.threads, data=a.data,
+                 centre_scale=a.centre_scale if a.data == "mixture" else None)
         rows.append(r)
         print(json.dumps(r), flush=True)
 
-    mix = Mixture(a.clusters, a.dim, centre_scale=a.centre_scale)
     t0 = time.perf_counter()
-    x = mix.draw(a.n, seed=11)
-    q = mix.draw(a.nq, seed=12)
-    print(f"data: {a.n} x {a.dim} from {a.clusters} clusters in {time.perf_counter() - t0:.1f} s", flush=True)
+    if a.data == "patches":
+        from patches import patches
+        x, q = patches(n_queries=a.nq)
+        a.n, a.dim, a.nq = x.shape[0], x.shape[1], q.shape[0]
+        a.single = min(a.single, a.nq)
+        print(f"data: {a.n} image patches x {a.dim}, {a.nq} queries", flush=True)
+    else:
+        mix = Mixture(a.clusters, a.dim, centre_scale=a.centre_scale)
+        x = mix.draw(a.n, seed=11)
+        q = mix.draw(a.nq, seed=12)
+        print(f"data: {a.n} x {a.dim} from {a.clusters} clusters in {time.perf_counter() - t0:.1f} s", flush=True)
 
     rt = mnemo.Runtime("cpu", threads=a.threads)
     store = mnemo.Store(rt, a.dim, "f32", "cosine")

@@ -1,7 +1,7 @@
 """Turns the index benchmarks' rows (cpu_ivf_bench.py, bench/gpu/ivf_bench.py)
 into the "Sublinear recall" section of docs/benchmarks.md (between its
 markers) and the recall / speed plot.
-Usage: report.py BENCHMARKS_MD PLOT_PNG [--cpu CPU.jsonl CMD] [--gpu GPU.jsonl]"""
+Usage: report.py BENCHMARKS_MD PLOT_PNG [TAG RESULTS.jsonl COMMAND PEER]..."""
 import json
 import os
 import re
@@ -66,8 +66,12 @@ def plot(png, sets):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.2), squeeze=False)
-    for ax, (title, rows, peer) in zip(axes[0], sets):
+    cols = min(2, len(sets))
+    rows_n = (len(sets) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(6.5 * cols, 4.4 * rows_n), squeeze=False)
+    for ax in axes.flat[len(sets):]:
+        ax.set_visible(False)
+    for ax, (title, rows, peer) in zip(axes.flat, sets):
         for impl, style in (("mnemo", "o-"), (peer, "s--")):
             pts = [r for r in rows if r["impl"] == impl and r["kind"] == "ivf"]
             if pts:
@@ -79,7 +83,7 @@ def plot(png, sets):
         ax.set_yscale("log")
         ax.set_xlabel("recall@10")
         ax.set_ylabel("queries/s")
-        ax.set_title(title)
+        ax.set_title(title, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -87,25 +91,24 @@ def plot(png, sets):
 
 
 def main(argv):
+    """argv: BENCHMARKS_MD PLOT_PNG, then groups TAG PATH COMMAND PEER (peer:
+    faiss or cuvs); each fills the section between the TAG markers."""
     md_path, png = argv[0], argv[1]
     sets = []
     with open(md_path) as f:
         md = f.read()
-    i = 2
-    while i < len(argv):
-        which, path = argv[i], argv[i + 1]
-        cmd = argv[i + 2] if which == "--cpu" else "MNEMO_RUN_PART=ivf scripts/device-test.sh run"
-        i += 3 if which == "--cpu" else 2
+    for i in range(2, len(argv), 4):
+        tag, path, cmd, peer = argv[i:i + 4]
         rows = load(path)
-        if which == "--cpu":
-            md = replace(md, "cpu", table(rows, "faiss", cmd, "target >= 20x",
-                                          "target >= 1, same threads"))
-            sets.append((f"CPU, {rows[0]['threads']} threads, {rows[0]['n']:,} x {rows[0]['dim']} f32", rows,
-                         "faiss"))
+        r0 = rows[0]
+        if peer == "faiss":
+            md = replace(md, tag, table(rows, peer, cmd, "target >= 20x", "target >= 1, same threads"))
+            what = "image patches" if r0.get("data") == "patches" else "mixture"
+            sets.append((f"CPU {r0['threads']} threads: {r0['n']:,} x {r0['dim']} f32 {what}", rows, peer))
         else:
-            md = replace(md, "gpu", table(rows, "cuvs", cmd, "target <= 0.15 ms and >= 20x",
-                                          "target >= 1, same run"))
-            sets.append((f"{rows[0]['gpu']}, {rows[0]['n']:,} x {rows[0]['dim']} f16", rows, "cuvs"))
+            md = replace(md, tag, table(rows, peer, cmd, "target <= 0.15 ms and >= 20x", "target >= 1, same run"))
+            sets.append((f"{r0['gpu']}: {r0['n']:,} x {r0['dim']} f16, centre scale {r0.get('centre_scale', 1)}",
+                         rows, peer))
     with open(md_path, "w") as f:
         f.write(md)
     if sets:
