@@ -631,7 +631,7 @@ typedef struct mnemo_index_options {
   uint32_t struct_size;    /* sizeof(mnemo_index_options) */
   uint32_t nlist;          /* lists; 0 (default): round(sqrt(count)), at least 1 */
   uint32_t train_iters;    /* k-means iterations; 0 (default): 10 */
-  uint32_t train_per_list; /* training sample rows per list; 0 (default): 64 */
+  uint32_t train_per_list; /* training sample rows per list; 0 (default): 256 */
   uint64_t seed;           /* sample and initial centroids; default 1 */
   double rebuild_hot_fraction; /* default 0.25; +infinity: never rebuild for the hot tier */
   uint64_t rebuild_hot_min;    /* default 4096 */

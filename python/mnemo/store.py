@@ -404,7 +404,7 @@ class Store(OwnedHandle):
                 fewer memories than lists gets one list per memory); below
                 2**23.
             train_iters: k-means iterations; 0: 10.
-            train_per_list: training sample rows per list; 0: 64.
+            train_per_list: training sample rows per list; 0: 256.
             seed: of the sample and the initial centroids.
             rebuild_hot_fraction, rebuild_hot_min: the store rebuilds the
                 index by itself when the hot tier holds more than this

@@ -26,7 +26,7 @@ pub struct IndexOptions {
     pub nlist: u32,
     /// k-means iterations; 0 (default): 10.
     pub train_iters: u32,
-    /// Training sample rows per list; 0 (default): 64.
+    /// Training sample rows per list; 0 (default): 256.
     pub train_per_list: u32,
     /// Seed of the training sample and the initial centroids (default 1).
     pub seed: u64,
