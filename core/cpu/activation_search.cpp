@@ -10,10 +10,7 @@
 #include <limits>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
+#include "omp_thread.h"
 #include "parallel_errors.h"
 #include "search_common.h"
 
@@ -24,14 +21,6 @@ namespace {
 constexpr uint64_t kBlock = 64;
 constexpr uint64_t kChunk = 4096;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-int thread_index() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
 
 // Spans cut into pieces of at most kChunk slots, each with the position of
 // its first slot among the candidates (pos) so per-candidate arrays are

@@ -9,11 +9,8 @@
 #include <atomic>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "cpu_backend.h"
+#include "omp_thread.h"
 #include "parallel_errors.h"
 #include "search_common.h"
 
@@ -24,14 +21,6 @@ namespace {
 constexpr uint64_t kChunk = 4096;
 constexpr uint64_t kTeamMinBytes = uint64_t{1} << 20;
 constexpr uint64_t kGemmQueriesPerList = 4;
-
-int thread_index() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
 
 // Spans cut into pieces of at most kChunk slots.
 std::vector<Span> pieces_of(const std::vector<Span>& spans) {
