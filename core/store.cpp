@@ -9,6 +9,7 @@
 #include "checked.h"
 #include "cpu/row_ops.h"
 #include "error.h"
+#include "growth.h"
 #include "store_io.h"
 #include "validate.h"
 
@@ -20,6 +21,7 @@ Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric)
   if (rt_.shard_count() > 1) {
     for (uint32_t i = 0; i < rt_.shard_count(); ++i)
       shards_.push_back(std::unique_ptr<Store>(new Store(rt, dim, dtype, metric, i)));
+    workers_ = std::make_unique<ShardWorkers>(shards_.size());
     return;
   }
   mirror_ = home_->attach_store(view());
@@ -58,11 +60,15 @@ StoreView Store::view() const {
   v.biases = biases_.data();
   v.times = times_.data();
   v.importance = importance_.data();
+  v.threads = rt_.threads();
   return v;
 }
 
-void Store::mirror_update(uint64_t first, uint64_t count) {
-  if (mirror_) mirror_->update(view(), first, count);
+void Store::mirror_update(uint64_t first, uint64_t count, int threads) {
+  if (!mirror_) return;
+  StoreView v = view();
+  v.threads = threads > 0 ? threads : rt_.threads();
+  mirror_->update(v, first, count);
 }
 
 void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
@@ -99,26 +105,41 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   // Plan first: which ids are new (repeated ids in the batch count once), so
   // every allocation happens before the store changes. An upserted memory
   // of an index's list moves to the hot tier (its list no longer fits it).
-  std::unordered_map<uint64_t, uint64_t> fresh;      // id -> new slot
+  // touched[i] is row i's slot; a slot named twice makes the batch go in
+  // order (its last row wins).
+  IdMap fresh;                                       // id -> new slot
   std::vector<std::pair<uint64_t, uint64_t>> moved;  // (id, old slot) leaving a list
+  std::vector<uint64_t> touched(count), upserted;    // upserted: slots of the hot tier rewritten
   const uint64_t old_slots = slot_ids_.size();
   const uint64_t hot_begin = index_ ? index_->hot_begin() : 0;
+  bool repeat = false;
+  fresh.reserve(std::min<uint64_t>(count, uint64_t{1} << 24));
   for (uint64_t i = 0; i < count; ++i) {
-    if (fresh.count(ids[i])) continue;
     auto it = slot_of_.find(ids[i]);
-    if (it != slot_of_.end() && it->second >= hot_begin) continue;
-    if (it != slot_of_.end()) moved.emplace_back(ids[i], it->second);
-    fresh.emplace(ids[i], old_slots + fresh.size());
+    if (it != slot_of_.end() && it->second >= hot_begin) {
+      touched[i] = it->second;
+      upserted.push_back(it->second);
+      continue;
+    }
+    const auto [f, inserted] = fresh.try_emplace(ids[i], old_slots + fresh.size());
+    touched[i] = f->second;
+    if (!inserted)
+      repeat = true;
+    else if (it != slot_of_.end())
+      moved.emplace_back(ids[i], it->second);
+  }
+  if (!repeat && upserted.size() > 1) {
+    std::sort(upserted.begin(), upserted.end());
+    repeat = std::adjacent_find(upserted.begin(), upserted.end()) != upserted.end();
   }
   const uint64_t new_slots = old_slots + fresh.size();
   vectors_.reserve(checked_bytes(checked_mul(new_slots, row_bytes_, "store size"), "store size"));
-  slot_ids_.reserve(new_slots);
-  norms_.reserve(new_slots);
-  biases_.reserve(new_slots);
-  times_.reserve(new_slots);
-  importance_.reserve(new_slots);
+  reserve_geometric(slot_ids_, new_slots);
+  reserve_geometric(norms_, new_slots);
+  reserve_geometric(biases_, new_slots);
+  reserve_geometric(times_, new_slots);
+  reserve_geometric(importance_, new_slots);
   slot_of_.reserve(slot_of_.size() + fresh.size());
-  std::vector<uint64_t> touched(count);
   // Journal before the change: once the record is on disk the write is
   // acknowledged; if it cannot be written the store stays as it was.
   if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
@@ -144,11 +165,14 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     ++dead_;
     moved_lo = std::min(moved_lo, old), moved_hi = std::max(moved_hi, old);
   }
-  for (const auto& [id, slot] : fresh) slot_ids_[slot] = id;
-  slot_of_.merge(fresh);  // moves the nodes: no allocation after the plan
+  // New slots (repeats name theirs again); slot_of_ has room for them.
+  for (uint64_t i = 0; i < count; ++i)
+    if (touched[i] >= old_slots) {
+      slot_ids_[touched[i]] = ids[i];
+      slot_of_.try_emplace(ids[i], touched[i]);
+    }
   const size_t in_row = dim_ * dtype_size(vdt);
   const auto* in = static_cast<const unsigned char*>(vectors);
-  for (uint64_t i = 0; i < count; ++i) touched[i] = slot_of_.at(ids[i]);
   // In call order, so a repeated id keeps its last entry.
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t row = pick ? pick[i] : i;
@@ -159,28 +183,40 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   // unless a slot repeats: a batch naming one id twice keeps its last row,
   // so it goes in order.
   constexpr uint64_t kTeamRows = 4096;
-  bool spread = count >= kTeamRows;
-  if (spread) {
-    std::vector<uint64_t> sorted(touched);
-    std::sort(sorted.begin(), sorted.end());
-    spread = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
-  }
+  const bool spread = count >= kTeamRows && !repeat;
   const int threads = team > 0 ? team : rt_.threads();
+  // Rows [lo, lo + n) of the batch into their slots; with a stage, also a
+  // dense copy there while each row is still in cache.
+  auto write_rows = [&](unsigned char* stage, uint64_t lo, uint64_t n) {
 #pragma omp parallel for schedule(static) if (spread) num_threads(threads)
-  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
-    const uint64_t slot = touched[i];
-    unsigned char* dst = vectors_.data() + slot * row_bytes_;
-    convert(in + (pick ? pick[i] : static_cast<uint64_t>(i)) * in_row, vdt, dst, dtype_, dim_);
-    norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
-  }
-  if (mirror_) {
-    // Upload only what changed: upserted slots (one span) and the new tail.
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (uint64_t slot : touched)
-      if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
-    if (lo <= hi) mirror_update(lo, hi - lo + 1);
-    if (moved_lo <= moved_hi) mirror_update(moved_lo, moved_hi - moved_lo + 1);
-    if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots);
+    for (int64_t j = 0; j < static_cast<int64_t>(n); ++j) {
+      const uint64_t i = lo + static_cast<uint64_t>(j);
+      const uint64_t slot = touched[i];
+      unsigned char* dst = vectors_.data() + slot * row_bytes_;
+      convert(in + (pick ? pick[i] : i) * in_row, vdt, dst, dtype_, dim_);
+      norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
+      if (stage) std::memcpy(stage + static_cast<uint64_t>(j) * row_bytes_, dst, row_bytes_);
+    }
+  };
+  if (mirror_ && spread && fresh.size() == count && moved.empty()) {
+    // Only new memories, in order: row i is slot old_slots + i, and the
+    // mirror takes the rows as they are written (staged uploads overlap).
+    StoreView v = view();
+    v.threads = threads;
+    mirror_->update_filled(v, old_slots, count, [&](void* stage, uint64_t first, uint64_t n) {
+      write_rows(static_cast<unsigned char*>(stage), first - old_slots, n);
+    });
+  } else {
+    write_rows(nullptr, 0, count);
+    if (mirror_) {
+      // Upload only what changed: upserted slots (one span) and the new tail.
+      uint64_t lo = UINT64_MAX, hi = 0;
+      for (uint64_t slot : touched)
+        if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
+      if (lo <= hi) mirror_update(lo, hi - lo + 1, threads);
+      if (moved_lo <= moved_hi) mirror_update(moved_lo, moved_hi - moved_lo + 1, threads);
+      if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots, threads);
+    }
   }
   if (!moved.empty() && dead_ * 4 > slot_ids_.size()) compact();
   if (journal) maybe_rebuild_locked();
@@ -570,8 +606,7 @@ StoreStats Store::stats() const {
   // The store's own arrays and its id index (nodes of an id and a slot).
   st.host_bytes = vectors_.size() + slot_ids_.capacity() * sizeof(uint64_t) + norms_.capacity() * sizeof(float) +
                   biases_.capacity() * sizeof(float) + times_.capacity() * sizeof(double) +
-                  importance_.capacity() * sizeof(float) + slot_of_.bucket_count() * sizeof(void*) +
-                  slot_of_.size() * (2 * sizeof(uint64_t) + sizeof(void*));
+                  importance_.capacity() * sizeof(float) + slot_of_.memory_bytes();
   st.device_bytes = mirror_ ? mirror_->device_bytes() : 0;
   if (shards_.empty()) st.shard_vectors.push_back(st.vectors);
   for (const auto& sh : shards_) {

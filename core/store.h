@@ -19,8 +19,10 @@
 
 #include "aligned_buffer.h"
 #include "backend.h"
+#include "id_map.h"
 #include "ivf/ivf_index.h"
 #include "runtime.h"
+#include "shard_workers.h"
 #include "store_journal.h"
 
 namespace mnemo {
@@ -173,7 +175,9 @@ class Store {
   // Sets one per-memory field: JournalOp::set_bias (f32), set_times (f64)
   // or set_importance (f32).
   void set_field_locked(JournalOp field, const uint64_t* ids, const void* values, uint64_t count, bool journal);
-  void mirror_update(uint64_t first, uint64_t count);
+  // Uploads slots [first, first + count) to the mirror; threads: host threads
+  // it may use (0 = the runtime's).
+  void mirror_update(uint64_t first, uint64_t count, int threads = 0);
   void compact();
 
   // Index internals (store_index.cpp). compute_layout samples, trains and
@@ -207,11 +211,12 @@ class Store {
   std::vector<uint64_t> slot_ids_;  // kNoId marks a removed slot
   std::vector<float> norms_, biases_, importance_;
   std::vector<double> times_;
-  std::unordered_map<uint64_t, uint64_t> slot_of_;
+  IdMap slot_of_;
   uint64_t dead_ = 0;
   std::unique_ptr<StoreMirror> mirror_;
   Backend* home_ = nullptr;                     // the backend this store's memory lives in
   std::vector<std::unique_ptr<Store>> shards_;  // empty unless sharded
+  std::unique_ptr<ShardWorkers> workers_;       // sharded: a thread per shard past the first
   std::unique_ptr<Journal> journal_;
   std::string snapshot_path_;
   // The index: per shard in a sharded store; the parent keeps the options,

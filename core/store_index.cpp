@@ -149,7 +149,7 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
   std::vector<uint64_t> nid(live);
   std::vector<float> nnorm(live), nbias(live), nimp(live);
   std::vector<double> ntime(live);
-  std::unordered_map<uint64_t, uint64_t> nslot;
+  IdMap nslot;
   nslot.reserve(live);
   if (nlist > 0) {
     index->coarse = std::make_unique<Coarse>(*home_, dim_, metric_, L.centroids);

@@ -1,8 +1,8 @@
 // A sharded store: one sub-store per shard (a GPU each, or N on the CPU),
 // under the parent's lock and journal. New ids go to the shard holding the
 // fewest memories, so shards stay balanced by count; every other call is
-// routed to the shard holding the id; an add runs on every shard at once (a
-// host thread per shard beyond the first). A search on GPU shards runs on all
+// routed to the shard holding the id; an add runs on every shard at once (the
+// store's worker thread per shard beyond the first). A search on GPU shards runs on all
 // at once the same way, each shard on its own device's stream waiting only
 // for itself; CPU shards are searched in turn with the whole thread team.
 // The per-shard lists are merged by topk_merge. Each row's score is computed by the same kernel as
@@ -11,12 +11,13 @@
 // store's bit for bit, ties included.
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "checked.h"
 #include "error.h"
+#include "growth.h"
 #include "store.h"
 #include "topk_merge.h"
 
@@ -24,15 +25,15 @@ namespace mnemo {
 
 namespace {
 
-// Runs fn(i) for i in [0, n): i > 0 on their own threads, 0 on the caller's;
+// Runs fn(i) for the busy i in [0, n): i > 0 on the store's shard workers
+// (threads of their own while another call holds those), 0 on the caller's;
 // the first failure (by shard order) is rethrown after all have finished.
 // With `threaded` false all run on the caller's thread, one after another.
-template <class Fn>
-void for_each_shard(size_t n, const std::vector<char>& busy, bool threaded, Fn fn) {
+void for_each_shard(ShardWorkers* workers, size_t n, const std::vector<char>& busy, bool threaded,
+                    const std::function<void(size_t)>& fn) {
   // A single busy shard needs no thread of its own.
   if (std::count(busy.begin(), busy.end(), 1) < 2) threaded = false;
   std::vector<std::exception_ptr> errs(n);
-  std::vector<std::thread> threads;
   auto one = [&](size_t i) {
     try {
       fn(i);
@@ -40,15 +41,16 @@ void for_each_shard(size_t n, const std::vector<char>& busy, bool threaded, Fn f
       errs[i] = std::current_exception();
     }
   };
-  for (size_t i = 1; i < n; ++i)
-    if (busy[i]) {
-      if (threaded)
-        threads.emplace_back(one, i);
-      else
-        one(i);
-    }
-  if (n > 0 && busy[0]) one(0);
-  for (auto& t : threads) t.join();
+  if (!threaded) {
+    for (size_t i = 0; i < n; ++i)
+      if (busy[i]) one(i);
+  } else if (!workers || !workers->try_run(busy, fn, errs)) {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < n; ++i)
+      if (busy[i]) threads.emplace_back(one, i);
+    if (n > 0 && busy[0]) one(0);
+    for (auto& t : threads) t.join();
+  }
   for (auto& e : errs)
     if (e) std::rethrow_exception(e);
 }
@@ -69,19 +71,23 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
   // first place.
   std::vector<uint64_t> load(n);
   for (size_t s = 0; s < n; ++s) load[s] = shards_[s]->slot_of_.size();
-  std::unordered_map<uint64_t, uint32_t> fresh;
+  // The owners' lookups only read the shards' maps: over the cores.
+  std::vector<uint32_t> owner(count);
+  constexpr uint64_t kTeamIds = 1 << 14;
+#pragma omp parallel for schedule(static) if (count >= kTeamIds) num_threads(rt_.threads())
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) owner[i] = static_cast<uint32_t>(owner_of(ids[i]));
+  IdMap fresh;  // new id -> its shard
+  fresh.reserve(std::min<uint64_t>(count, uint64_t{1} << 24));
   std::vector<std::vector<uint64_t>> rows(n);
   for (uint64_t i = 0; i < count; ++i) {
-    size_t o = owner_of(ids[i]);
+    size_t o = owner[i];
     if (o == n) {
-      auto it = fresh.find(ids[i]);
-      if (it != fresh.end()) {
-        o = it->second;
-      } else {
-        o = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-        ++load[o];
-        fresh.emplace(ids[i], static_cast<uint32_t>(o));
+      const auto [it, inserted] = fresh.try_emplace(ids[i], 0);
+      if (inserted) {
+        it->second = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        ++load[it->second];
       }
+      o = it->second;
     }
     rows[o].push_back(i);
   }
@@ -90,11 +96,11 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
     Store& sh = *shards_[s];
     const uint64_t slots = sh.slot_ids_.size() + rows[s].size();
     sh.vectors_.reserve(checked_bytes(checked_mul(slots, row_bytes_, "store size"), "store size"));
-    sh.slot_ids_.reserve(slots);
-    sh.norms_.reserve(slots);
-    sh.biases_.reserve(slots);
-    sh.times_.reserve(slots);
-    sh.importance_.reserve(slots);
+    reserve_geometric(sh.slot_ids_, slots);
+    reserve_geometric(sh.norms_, slots);
+    reserve_geometric(sh.biases_, slots);
+    reserve_geometric(sh.times_, slots);
+    reserve_geometric(sh.importance_, slots);
   }
   std::vector<char> busy(n);
   for (size_t s = 0; s < n; ++s) busy[s] = !rows[s].empty();
@@ -103,7 +109,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
   // gathered copy) with its share of the cores.
   const int busy_shards = static_cast<int>(std::max<ptrdiff_t>(1, std::count(busy.begin(), busy.end(), 1)));
   const int team = std::max(1, rt_.threads() / busy_shards);
-  for_each_shard(n, busy, true, [&](size_t s) {
+  for_each_shard(workers_.get(), n, busy, true, [&](size_t s) {
     const std::vector<uint64_t>& r = rows[s];
     std::vector<uint64_t> sub(r.size());
     for (size_t j = 0; j < r.size(); ++j) sub[j] = ids[r[j]];
@@ -186,7 +192,7 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
     // Min-max scaling is over the whole store's candidates: every shard
     // reports its ranges first, and all search with the combined ones.
     std::vector<std::vector<ActRanges>> part(n, std::vector<ActRanges>(nq));
-    for_each_shard(n, busy, gpu, [&](size_t s) {
+    for_each_shard(workers_.get(), n, busy, gpu, [&](size_t s) {
       RankOptions first = rank;
       first.act.ranges_out = part[s].data();
       shards_[s]->search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), first, on_home, nullptr,
@@ -212,7 +218,7 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
       }
     each.act.ranges = ranges.data();
   }
-  for_each_shard(n, busy, gpu, [&](size_t s) {
+  for_each_shard(workers_.get(), n, busy, gpu, [&](size_t s) {
     const Store& sh = *shards_[s];
     sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), each, on_home, ids.data() + s * per,
                      scores.data() + s * per);

@@ -29,6 +29,7 @@ struct StoreView {
   const float* biases = nullptr;      // [slots]
   const double* times = nullptr;      // [slots] last-access times (seconds)
   const float* importance = nullptr;  // [slots]
+  int threads = 1;                    // host threads an update may use to stage rows
 };
 
 }  // namespace mnemo

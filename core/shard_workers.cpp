@@ -1,0 +1,92 @@
+#include "shard_workers.h"
+
+#include <chrono>
+
+namespace mnemo {
+
+namespace {
+
+// After a call a worker watches for the next one this long before it
+// sleeps: calls in a loop then never pay a wake-up.
+constexpr auto kWatch = std::chrono::microseconds(200);
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+ShardWorkers::ShardWorkers(size_t shards) {
+  threads_.reserve(shards > 0 ? shards - 1 : 0);
+  for (size_t i = 1; i < shards; ++i) threads_.emplace_back(&ShardWorkers::loop, this, i);
+}
+
+ShardWorkers::~ShardWorkers() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ShardWorkers::loop(size_t i) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = gen_.load(std::memory_order_acquire);
+    const auto until = std::chrono::steady_clock::now() + kWatch;
+    while (g == seen && !stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until) {
+      for (int k = 0; k < 64; ++k) relax();
+      g = gen_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stop_.load() || gen_.load(std::memory_order_acquire) != seen; });
+      g = gen_.load(std::memory_order_acquire);
+    }
+    if (stop_.load()) return;
+    seen = g;
+    if ((*busy_)[i]) {
+      try {
+        (*fn_)(i);
+      } catch (...) {
+        (*errs_)[i] = std::current_exception();
+      }
+    }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+bool ShardWorkers::try_run(const std::vector<char>& busy, const std::function<void(size_t)>& fn,
+                           std::vector<std::exception_ptr>& errs) {
+  std::unique_lock<std::mutex> call(call_mu_, std::try_to_lock);
+  if (!call.owns_lock()) return false;
+  fn_ = &fn;
+  busy_ = &busy;
+  errs_ = &errs;
+  pending_.store(threads_.size(), std::memory_order_relaxed);
+  {
+    // Under mu_, so a worker between its check and its wait cannot miss it.
+    std::lock_guard<std::mutex> l(mu_);
+    gen_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  if (!busy.empty() && busy[0]) {
+    try {
+      fn(0);
+    } catch (...) {
+      errs[0] = std::current_exception();
+    }
+  }
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096)
+      relax();
+    else
+      std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace mnemo
