@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -97,17 +96,6 @@ class StoreMirror {
   // Called under the store's write lock after slots [first, first + count)
   // changed or the slot count changed (then first = 0, count = view.slots).
   virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
-  // The same for slots whose rows are not written yet: fill(stage, first',
-  // count') writes rows [first', first' + count') of the store (in order, in
-  // pieces that together cover [first, first + count)) and, when stage is
-  // not null, a dense copy of them at stage for the mirror to upload. A
-  // mirror that stages uploads thus overlaps them with the writing and
-  // reads no row twice; by default the rows are written, then updated.
-  using RowFill = std::function<void(void* stage, uint64_t first, uint64_t count)>;
-  virtual void update_filled(const StoreView& view, uint64_t first, uint64_t count, const RowFill& fill) {
-    fill(nullptr, first, count);
-    update(view, first, count);
-  }
   // Device memory this mirror holds, for store statistics; 0 when unknown.
   virtual uint64_t device_bytes() const { return 0; }
 };

@@ -185,38 +185,21 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   constexpr uint64_t kTeamRows = 4096;
   const bool spread = count >= kTeamRows && !repeat;
   const int threads = team > 0 ? team : rt_.threads();
-  // Rows [lo, lo + n) of the batch into their slots; with a stage, also a
-  // dense copy there while each row is still in cache.
-  auto write_rows = [&](unsigned char* stage, uint64_t lo, uint64_t n) {
 #pragma omp parallel for schedule(static) if (spread) num_threads(threads)
-    for (int64_t j = 0; j < static_cast<int64_t>(n); ++j) {
-      const uint64_t i = lo + static_cast<uint64_t>(j);
-      const uint64_t slot = touched[i];
-      unsigned char* dst = vectors_.data() + slot * row_bytes_;
-      convert(in + (pick ? pick[i] : i) * in_row, vdt, dst, dtype_, dim_);
-      norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
-      if (stage) std::memcpy(stage + static_cast<uint64_t>(j) * row_bytes_, dst, row_bytes_);
-    }
-  };
-  if (mirror_ && spread && fresh.size() == count && moved.empty()) {
-    // Only new memories, in order: row i is slot old_slots + i, and the
-    // mirror takes the rows as they are written (staged uploads overlap).
-    StoreView v = view();
-    v.threads = threads;
-    mirror_->update_filled(v, old_slots, count, [&](void* stage, uint64_t first, uint64_t n) {
-      write_rows(static_cast<unsigned char*>(stage), first - old_slots, n);
-    });
-  } else {
-    write_rows(nullptr, 0, count);
-    if (mirror_) {
-      // Upload only what changed: upserted slots (one span) and the new tail.
-      uint64_t lo = UINT64_MAX, hi = 0;
-      for (uint64_t slot : touched)
-        if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
-      if (lo <= hi) mirror_update(lo, hi - lo + 1, threads);
-      if (moved_lo <= moved_hi) mirror_update(moved_lo, moved_hi - moved_lo + 1, threads);
-      if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots, threads);
-    }
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
+    const uint64_t slot = touched[i];
+    unsigned char* dst = vectors_.data() + slot * row_bytes_;
+    convert(in + (pick ? pick[i] : static_cast<uint64_t>(i)) * in_row, vdt, dst, dtype_, dim_);
+    norms_[slot] = static_cast<float>(cpu::row_norm(dst, dtype_, dim_));
+  }
+  if (mirror_) {
+    // Upload only what changed: upserted slots (one span) and the new tail.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t slot : touched)
+      if (slot < old_slots) lo = std::min(lo, slot), hi = std::max(hi, slot);
+    if (lo <= hi) mirror_update(lo, hi - lo + 1, threads);
+    if (moved_lo <= moved_hi) mirror_update(moved_lo, moved_hi - moved_lo + 1, threads);
+    if (new_slots > old_slots) mirror_update(old_slots, new_slots - old_slots, threads);
   }
   if (!moved.empty() && dead_ * 4 > slot_ids_.size()) compact();
   if (journal) maybe_rebuild_locked();

@@ -165,16 +165,27 @@ mnemo_runtime* cpu_runtime() {
 double gb_per_s(uint64_t rows, double ms) { return static_cast<double>(rows) * kDim * 4 / (ms * 1e6); }
 
 void add_case(const Data& d, uint32_t gpus, uint64_t rows) {
-  double ms[3];
-  for (int i = 0; i < 3; ++i) {
-    // One GPU, G GPUs, then a CPU store: the host's part of an add alone.
-    mnemo_runtime* rt = i == 2 ? cpu_runtime() : runtime(i == 0 ? 1 : gpus, MNEMO_PRECISION_EXACT);
-    mnemo_store* s = nullptr;
-    check(mnemo_store_create(rt, kDim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &s), "store");
-    ms[i] = fill(s, d, rows);
-    mnemo_store_destroy(s);
-    mnemo_runtime_destroy(rt);
-  }
+  // One GPU, G GPUs, then a CPU store (the host's part of an add alone),
+  // in turn, three rounds: the median of each. Runs of one setting differ
+  // by up to 2x from round to round (fresh host memory each time), so one
+  // round of each is not a comparison.
+  std::vector<double> t[3];
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < 3; ++i) {
+      mnemo_runtime* rt = i == 2 ? cpu_runtime() : runtime(i == 0 ? 1 : gpus, MNEMO_PRECISION_EXACT);
+      mnemo_store* s = nullptr;
+      check(mnemo_store_create(rt, kDim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &s), "store");
+      t[i].push_back(fill(s, d, rows));
+      mnemo_store_destroy(s);
+      mnemo_runtime_destroy(rt);
+    }
+  const double ms[3] = {median(t[0]), median(t[1]), median(t[2])};
+  for (int i = 0; i < 3; ++i)
+    std::printf("# add rounds (%s): %.0f %.0f %.0f ms\n",
+                i == 0   ? "one GPU"
+                : i == 1 ? "all GPUs"
+                         : "CPU store",
+                t[i][0], t[i][1], t[i][2]);
   emit({"add", gpus, rows, 0, "exact", ms[1], ms[0], gb_per_s(rows, ms[1])});
   emit({"add_one_gpu", 1, rows, 0, "exact", ms[0], ms[0], gb_per_s(rows, ms[0])});
   emit({"add_host_only", 0, rows, 0, "exact", ms[2], ms[0], gb_per_s(rows, ms[2])});
@@ -216,8 +227,8 @@ int main(int argc, char** argv) {
   add_case(d, G, rows(1.0) * G);
   if (out) std::fclose(out);
 
-  std::printf("\n%-14s %5s %10s %6s %6s %11s %11s %8s %7s\n", "bench", "gpus", "rows", "nq", "prec", "ms",
-              "one_gpu_ms", "ratio", "GB/s");
+  std::printf("\n%-14s %5s %10s %6s %6s %11s %11s %8s %7s\n", "bench", "gpus", "rows", "nq", "prec", "ms", "one_gpu_ms",
+              "ratio", "GB/s");
   for (const Row& r : table)
     std::printf("%-14s %5u %10llu %6llu %6s %11.3f %11.3f %8.3f %7.2f\n", r.bench.c_str(), r.gpus,
                 static_cast<unsigned long long>(r.rows), static_cast<unsigned long long>(r.nq), r.precision, r.ms,

@@ -85,15 +85,13 @@ void DeviceStore::grow(uint64_t slots, ExecContext& ctx) {
   cap_ = cap;
 }
 
-void DeviceStore::upload_rows(const StoreView& v, uint64_t first, uint64_t count, const RowFill* fill,
-                              ExecContext& ctx) {
+void DeviceStore::upload_rows(const StoreView& v, uint64_t first, uint64_t count, ExecContext& ctx) {
   const size_t row = dim_ * esz_, pitch = ld_ * esz_;
   const auto* src = static_cast<const unsigned char*>(v.vectors) + first * row;
   unsigned char* dst = vectors_.get<unsigned char>() + first * pitch;
   // Small updates go straight from the host store (pageable memory: the
   // driver stages them, at about 8 GB/s on PCIe 5).
   if (count * row < kStageMin) {
-    if (fill) (*fill)(nullptr, first, count);
     MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(dst, pitch, src, row, row, count, cudaMemcpyHostToDevice, ctx.stream));
     return;
   }
@@ -108,30 +106,21 @@ void DeviceStore::upload_rows(const StoreView& v, uint64_t first, uint64_t count
     const uint64_t n = std::min(per, count - done);
     const int b = static_cast<int>(c & 1);
     MNEMO_CUDA_CHECK(cudaEventSynchronize(staged_[b]));  // its previous chunk has left
-    if (fill)
-      (*fill)(stage_[b].get(), first + done, n);
-    else
-      copy_rows(stage_[b].get(), src + done * row, n, row, v.threads);
+    copy_rows(stage_[b].get(), src + done * row, n, row, v.threads);
     MNEMO_CUDA_CHECK(
         cudaMemcpy2DAsync(dst + done * pitch, pitch, stage_[b].get(), row, row, n, cudaMemcpyHostToDevice, ctx.stream));
     MNEMO_CUDA_CHECK(cudaEventRecord(staged_[b], ctx.stream));
   }
 }
 
-void DeviceStore::update(const StoreView& v, uint64_t first, uint64_t count) { update_impl(v, first, count, nullptr); }
-
-void DeviceStore::update_filled(const StoreView& v, uint64_t first, uint64_t count, const RowFill& fill) {
-  update_impl(v, first, count, &fill);
-}
-
-void DeviceStore::update_impl(const StoreView& v, uint64_t first, uint64_t count, const RowFill* fill) {
+void DeviceStore::update(const StoreView& v, uint64_t first, uint64_t count) {
   wait_readers();
   auto ctx = pool_.acquire();
   if (v.slots > cap_) grow(v.slots, *ctx);
   slots_ = v.slots;
   count = std::min<uint64_t>(count, v.slots > first ? v.slots - first : 0);
   if (count > 0) {
-    upload_rows(v, first, count, fill, *ctx);
+    upload_rows(v, first, count, *ctx);
     MNEMO_CUDA_CHECK(
         cudaMemcpyAsync(ids_.get<uint64_t>() + first, v.ids + first, count * 8, cudaMemcpyHostToDevice, ctx->stream));
     MNEMO_CUDA_CHECK(

@@ -20,7 +20,6 @@ class DeviceStore final : public StoreMirror {
   DeviceStore(const DeviceStore&) = delete;
   DeviceStore& operator=(const DeviceStore&) = delete;
   void update(const StoreView& view, uint64_t first, uint64_t count) override;
-  void update_filled(const StoreView& view, uint64_t first, uint64_t count, const RowFill& fill) override;
   // A search queued on a caller's stream reads this mirror after its call
   // returns; the next update waits for it (and every other such reader).
   void add_reader(cudaStream_t st) const;
@@ -40,11 +39,9 @@ class DeviceStore final : public StoreMirror {
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);
-  void update_impl(const StoreView& v, uint64_t first, uint64_t count, const RowFill* fill);
   // Copies rows [first, first + count) of the view's vectors to the device
-  // on ctx's stream (queued; the caller synchronises), having fill write
-  // them first where there is one.
-  void upload_rows(const StoreView& v, uint64_t first, uint64_t count, const RowFill* fill, ExecContext& ctx);
+  // on ctx's stream (queued; the caller synchronises).
+  void upload_rows(const StoreView& v, uint64_t first, uint64_t count, ExecContext& ctx);
   // Updates of at least kStageMin bytes of rows are staged in pinned chunks
   // of kStageChunk, which the store keeps (2 x 32 MB) once it has had one.
   static constexpr size_t kStageMin = size_t{8} << 20, kStageChunk = size_t{32} << 20;
