@@ -57,6 +57,11 @@ class IdMap {
     }
   }
   size_t count(uint64_t id) const { return find(id) ? 1 : 0; }
+  // Starts loading id's home cell: a loop over many ids prefetches a few
+  // ahead, so the cache misses of a large map overlap.
+  void prefetch(uint64_t id) const {
+    if (cells_) __builtin_prefetch(&cells_[home(id)]);
+  }
   const uint64_t& at(uint64_t id) const { return find(id)->second; }
 
   // Inserts (id, slot) unless id is present; the entry and whether it was

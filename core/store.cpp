@@ -114,19 +114,28 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   const uint64_t hot_begin = index_ ? index_->hot_begin() : 0;
   bool repeat = false;
   fresh.reserve(std::min<uint64_t>(count, uint64_t{1} << 24));
+  // Each id's current slot first: lookups only read the map, so they go
+  // over the cores (each is a cache miss in a large store).
+  constexpr uint64_t kNone = UINT64_MAX;
+  const int threads = team > 0 ? team : rt_.threads();
+  std::vector<uint64_t> had(count);
+#pragma omp parallel for schedule(static) if (count >= 16384) num_threads(threads)
+  for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
+    const auto* e = slot_of_.find(ids[i]);
+    had[i] = e ? e->second : kNone;
+  }
   for (uint64_t i = 0; i < count; ++i) {
-    auto it = slot_of_.find(ids[i]);
-    if (it != slot_of_.end() && it->second >= hot_begin) {
-      touched[i] = it->second;
-      upserted.push_back(it->second);
+    if (had[i] != kNone && had[i] >= hot_begin) {
+      touched[i] = had[i];
+      upserted.push_back(had[i]);
       continue;
     }
     const auto [f, inserted] = fresh.try_emplace(ids[i], old_slots + fresh.size());
     touched[i] = f->second;
     if (!inserted)
       repeat = true;
-    else if (it != slot_of_.end())
-      moved.emplace_back(ids[i], it->second);
+    else if (had[i] != kNone)
+      moved.emplace_back(ids[i], had[i]);
   }
   if (!repeat && upserted.size() > 1) {
     std::sort(upserted.begin(), upserted.end());
@@ -166,11 +175,14 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     moved_lo = std::min(moved_lo, old), moved_hi = std::max(moved_hi, old);
   }
   // New slots (repeats name theirs again); slot_of_ has room for them.
-  for (uint64_t i = 0; i < count; ++i)
+  constexpr uint64_t kAhead = 16;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (i + kAhead < count) slot_of_.prefetch(ids[i + kAhead]);
     if (touched[i] >= old_slots) {
       slot_ids_[touched[i]] = ids[i];
       slot_of_.try_emplace(ids[i], touched[i]);
     }
+  }
   const size_t in_row = dim_ * dtype_size(vdt);
   const auto* in = static_cast<const unsigned char*>(vectors);
   // In call order, so a repeated id keeps its last entry.
@@ -184,7 +196,6 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   // so it goes in order.
   constexpr uint64_t kTeamRows = 4096;
   const bool spread = count >= kTeamRows && !repeat;
-  const int threads = team > 0 ? team : rt_.threads();
 #pragma omp parallel for schedule(static) if (spread) num_threads(threads)
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
     const uint64_t slot = touched[i];
