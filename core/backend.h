@@ -135,6 +135,7 @@ struct IvfProbe {
   const void* device_offsets = nullptr;          // the same on the backend's device (copy_to_device), or null
   uint32_t nprobe = 0;                           // 1 .. nlist - 1
   uint64_t hot_begin = 0;                        // slots [hot_begin, slots) are scanned by every query
+  uint64_t longest = 0;                          // slots of the longest list
 };
 
 struct SearchArgs {

@@ -288,7 +288,7 @@ void Store::compact() {
   dead_ = 0;
   if (index_) {
     while (b < bounds.size()) bounds[b++] = w;
-    index_->offsets = std::move(bounds);
+    index_->set_offsets(std::move(bounds));
     if (index_->dev_offsets)
       index_->dev_offsets = home_->copy_to_device(index_->offsets.data(), index_->offsets.size() * 8);
   }
@@ -497,6 +497,7 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
     probe.device_offsets = on_home && index_->dev_offsets ? index_->dev_offsets->data() : nullptr;
     probe.nprobe = rank.nprobe;
     probe.hot_begin = index_->hot_begin();
+    probe.longest = index_->largest;
     a.probe = &probe;
   }
   be.search(a);

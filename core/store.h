@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -187,6 +188,11 @@ class Store {
   // Re-lays this store (or each shard) out by `l`: memories in `dirty` or
   // not named go to the hot tier. Under the write lock; journaled when asked.
   void apply_layout_locked(const IndexLayout& l, bool journal);
+  // A build's end: the layout applied and journaled, the build counted and
+  // timed from t0.
+  void commit_layout_locked(const IndexLayout& l, std::chrono::steady_clock::time_point t0);
+  // Ids written from now on are no longer noted for a layout being computed.
+  void stop_tracking_locked();
   void relayout_locked(const IndexLayout& l, const std::unordered_map<uint64_t, uint32_t>& list_of);
   void drop_index_locked(bool journal);
   // After a live write: starts a rebuild when the hot tier or the skew has

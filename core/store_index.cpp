@@ -142,7 +142,7 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
   const uint64_t live = pos.back();
   auto index = std::make_unique<IvfIndex>();
   index->opts = L.opts;
-  index->offsets.assign(pos.begin(), pos.end() - 1);  // [nlist + 1], the last = hot_begin
+  index->set_offsets({pos.begin(), pos.end() - 1});  // [nlist + 1], the last = hot_begin
   // Everything new is allocated before the store changes.
   AlignedBuffer nv;
   nv.resize(checked_bytes(checked_mul(live, row_bytes_, "store size"), "store size"));
@@ -197,8 +197,18 @@ void Store::apply_layout_locked(const IndexLayout& L, bool journal) {
     for (auto& sh : shards_) sh->relayout_locked(L, list_of);
   index_opts_ = L.opts;
   indexed_ = true;
-  dirty_.clear();
+  stop_tracking_locked();
+}
+
+void Store::commit_layout_locked(const IndexLayout& L, std::chrono::steady_clock::time_point t0) {
+  apply_layout_locked(L, true);
+  ++index_builds_;
+  index_seconds_ = seconds_since(t0);
+}
+
+void Store::stop_tracking_locked() {
   track_dirty_ = false;
+  dirty_.clear();
 }
 
 void Store::adopt_layout(const IndexLayout& l) {
@@ -231,13 +241,10 @@ void Store::build_index(const IndexOptions& o) {
   try {
     IndexLayout L = compute_layout(o, true);
     auto lock = write_lock();
-    apply_layout_locked(L, true);
-    ++index_builds_;
-    index_seconds_ = seconds_since(t0);
+    commit_layout_locked(L, t0);
   } catch (...) {
     auto lock = write_lock();
-    track_dirty_ = false;
-    dirty_.clear();
+    stop_tracking_locked();
     throw;
   }
 }
@@ -270,8 +277,7 @@ void Store::index_counts(IndexInfo& info) const {
   const uint64_t hb = std::min(index_->hot_begin(), S);
   for (uint64_t s = 0; s < S; ++s)
     if (slot_ids_[s] != kNoId) ++(s < hb ? info.indexed : info.hot);
-  for (uint32_t l = 0; l < index_->nlist(); ++l)
-    info.largest_list = std::max(info.largest_list, index_->offsets[l + 1] - index_->offsets[l]);
+  info.largest_list = std::max(info.largest_list, index_->largest);
 }
 
 IndexInfo Store::index_info() const {
@@ -318,8 +324,7 @@ bool Store::index_bound_passed() const {
     hot += p.slot_ids_.size() - hb;
     indexed += hb;
     nlist += p.index_->nlist();
-    for (uint32_t l = 0; l < p.index_->nlist(); ++l)
-      largest = std::max(largest, p.index_->offsets[l + 1] - p.index_->offsets[l]);
+    largest = std::max(largest, p.index_->largest);
   };
   if (shards_.empty())
     count(*this);
@@ -339,9 +344,7 @@ void Store::maybe_rebuild_locked() {
     std::unique_lock<std::mutex> b(build_mu_, std::try_to_lock);
     if (!b.owns_lock()) return;
     const auto t0 = std::chrono::steady_clock::now();
-    apply_layout_locked(compute_layout(index_opts_, false), true);
-    ++index_builds_;
-    index_seconds_ = seconds_since(t0);
+    commit_layout_locked(compute_layout(index_opts_, false), t0);
     return;
   }
   std::unique_lock<std::mutex> g(rebuild_mu_, std::try_to_lock);
@@ -360,15 +363,10 @@ void Store::run_rebuild(IndexOptions o) {
     IndexLayout L = compute_layout(o, true);
     auto lock = write_lock();
     // Dropped, or rebuilt by a build_index, meanwhile: nothing to do.
-    if (indexed_ && track_dirty_) {
-      apply_layout_locked(L, true);
-      ++index_builds_;
-      index_seconds_ = seconds_since(t0);
-    }
+    if (indexed_ && track_dirty_) commit_layout_locked(L, t0);
   } catch (...) {
     auto lock = write_lock();
-    track_dirty_ = false;
-    dirty_.clear();
+    stop_tracking_locked();
     rebuild_error_ = std::current_exception();
   }
   rebuilding_ = false;

@@ -4,8 +4,10 @@
 // memories written since the layout was made, scanned by every search.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "../backend.h"
@@ -51,9 +53,17 @@ struct IndexInfo {
 struct IvfIndex {
   IndexOptions opts;
   std::unique_ptr<Coarse> coarse;           // null when nlist = 0
-  std::vector<uint64_t> offsets;            // [nlist + 1]
+  std::vector<uint64_t> offsets;            // [nlist + 1]; set through set_offsets
+  uint64_t largest = 0;                     // slots of the longest list
   std::unique_ptr<DeviceCopy> dev_offsets;  // on the store's backend, or null
   uint32_t nlist() const { return static_cast<uint32_t>(offsets.size() - 1); }
+  // The lists' bounds and their longest, which every write's rebuild check
+  // and every GPU probe's grid read (so it is not recounted there).
+  void set_offsets(std::vector<uint64_t> o) {
+    offsets = std::move(o);
+    largest = 0;
+    for (size_t l = 0; l + 1 < offsets.size(); ++l) largest = std::max(largest, offsets[l + 1] - offsets[l]);
+  }
   uint64_t hot_begin() const { return offsets.back(); }
 };
 

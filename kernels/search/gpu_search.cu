@@ -430,7 +430,7 @@ void CudaBackend::search(const SearchArgs& a) {
   const bool normalized = a.act.on && a.act.normalize;
   // An inverted-file search: the centroids' device copy and the bound on a
   // query's candidate rows (nprobe times the largest list, plus the hot
-  // tier), from the host's offsets.
+  // tier), the longest list as the index keeps it.
   const IvfProbe* probe = a.probe;
   const DeviceStore* cs = probe ? static_cast<const DeviceStore*>(probe->centroid_mirror) : nullptr;
   IvfDevice ivf;
@@ -441,12 +441,7 @@ void CudaBackend::search(const SearchArgs& a) {
     if (c.dtype != DType::f32 || c.dim != v.dim || cs->ld() != ld || c.slots >= 0xffffffffull || probe->nprobe == 0)
       fail(Code::internal, "CUDA inverted-file search: the centroids do not match the store");
     const auto nlist = static_cast<uint32_t>(c.slots);
-    uint64_t longest = 0;
-    for (uint32_t l = 0; l < nlist; ++l) {
-      const uint64_t lo = std::min<uint64_t>(probe->offsets[l], slots),
-                     hi = std::min<uint64_t>(probe->offsets[l + 1], slots);
-      if (hi > lo) longest = std::max(longest, hi - lo);
-    }
+    const uint64_t longest = std::min<uint64_t>(probe->longest, slots);
     const uint64_t hot = probe->hot_begin < slots ? slots - probe->hot_begin : 0;
     ivf.centroids =
         StoreRef{cs->vectors(), DType::f32, cs->ld(), static_cast<uint32_t>(v.dim), nlist, cs->ids(), cs->norms(),

@@ -259,6 +259,7 @@ void run_search(Backend& be, bool on_gpu, const IvfStore& s, const Call& c, std:
   p.device_offsets = on_gpu && s.doffsets ? s.doffsets->data() : nullptr;
   p.nprobe = c.nprobe;
   p.hot_begin = s.hot_begin;
+  for (size_t l = 0; l + 1 < s.offsets.size(); ++l) p.longest = std::max(p.longest, s.offsets[l + 1] - s.offsets[l]);
   SearchArgs a;
   a.store = &s.view;
   a.mirror = on_gpu ? s.mirror.get() : nullptr;
