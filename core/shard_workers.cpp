@@ -1,5 +1,7 @@
 #include "shard_workers.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 namespace mnemo {
@@ -18,17 +20,24 @@ inline void relax() {
 
 }  // namespace
 
-ShardWorkers::ShardWorkers(size_t shards) {
+ShardWorkers::ShardWorkers(size_t shards) : owner_pid_(static_cast<long>(::getpid())) {
   threads_.reserve(shards > 0 ? shards - 1 : 0);
   for (size_t i = 1; i < shards; ++i) threads_.emplace_back(&ShardWorkers::loop, this, i);
 }
 
 ShardWorkers::~ShardWorkers() {
+  // A forked child's copies of the threads do not exist: nothing to join,
+  // and their condition variable is left alone.
+  if (static_cast<long>(::getpid()) != owner_pid_) {
+    for (auto& t : threads_) t.detach();
+    (void)cv_.release();
+    return;
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_.store(true);
   }
-  cv_.notify_all();
+  cv_->notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -43,7 +52,7 @@ void ShardWorkers::loop(size_t i) {
     }
     if (g == seen) {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_.load() || gen_.load(std::memory_order_acquire) != seen; });
+      cv_->wait(l, [&] { return stop_.load() || gen_.load(std::memory_order_acquire) != seen; });
       g = gen_.load(std::memory_order_acquire);
     }
     if (stop_.load()) return;
@@ -61,6 +70,7 @@ void ShardWorkers::loop(size_t i) {
 
 bool ShardWorkers::try_run(const std::vector<char>& busy, const std::function<void(size_t)>& fn,
                            std::vector<std::exception_ptr>& errs) {
+  if (static_cast<long>(::getpid()) != owner_pid_) return false;
   std::unique_lock<std::mutex> call(call_mu_, std::try_to_lock);
   if (!call.owns_lock()) return false;
   fn_ = &fn;
@@ -72,7 +82,7 @@ bool ShardWorkers::try_run(const std::vector<char>& busy, const std::function<vo
     std::lock_guard<std::mutex> l(mu_);
     gen_.fetch_add(1, std::memory_order_release);
   }
-  cv_.notify_all();
+  cv_->notify_all();
   if (!busy.empty() && busy[0]) {
     try {
       fn(0);

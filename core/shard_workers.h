@@ -2,7 +2,8 @@
 // and kept for its life: a call over the shards wakes them instead of
 // starting threads (tens of microseconds each, which a one-query search over
 // several GPUs would pay on every call). One call uses them at a time; a
-// concurrent call is told so and starts threads of its own.
+// concurrent call is told so and starts threads of its own, and so is a call
+// in a process forked from the one that started them (a child has none).
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -34,7 +36,9 @@ class ShardWorkers {
   void loop(size_t i);
   std::mutex call_mu_;  // held by the call using the workers
   std::mutex mu_;       // with cv_: sleeping workers
-  std::condition_variable cv_;
+  // On the heap: a forked child leaks it, since destroying a condition
+  // variable waits for its waiters, which in a child never return.
+  std::unique_ptr<std::condition_variable> cv_ = std::make_unique<std::condition_variable>();
   const std::function<void(size_t)>* fn_ = nullptr;
   const std::vector<char>* busy_ = nullptr;
   std::vector<std::exception_ptr>* errs_ = nullptr;
@@ -42,6 +46,7 @@ class ShardWorkers {
   std::atomic<size_t> pending_{0};  // workers yet to finish the call
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;  // threads_[i - 1] serves shard i
+  long owner_pid_ = 0;                // the process the threads run in
 };
 
 }  // namespace mnemo
