@@ -71,6 +71,15 @@ void Store::mirror_update(uint64_t first, uint64_t count, int threads) {
   mirror_->update(v, first, count);
 }
 
+void Store::reserve_slots(uint64_t slots) {
+  vectors_.reserve(checked_bytes(checked_mul(slots, row_bytes_, "store size"), "store size"));
+  reserve_geometric(slot_ids_, slots);
+  reserve_geometric(norms_, slots);
+  reserve_geometric(biases_, slots);
+  reserve_geometric(times_, slots);
+  reserve_geometric(importance_, slots);
+}
+
 void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
                 const float* importance) {
   if (count == 0) return;
@@ -142,12 +151,7 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     repeat = std::adjacent_find(upserted.begin(), upserted.end()) != upserted.end();
   }
   const uint64_t new_slots = old_slots + fresh.size();
-  vectors_.reserve(checked_bytes(checked_mul(new_slots, row_bytes_, "store size"), "store size"));
-  reserve_geometric(slot_ids_, new_slots);
-  reserve_geometric(norms_, new_slots);
-  reserve_geometric(biases_, new_slots);
-  reserve_geometric(times_, new_slots);
-  reserve_geometric(importance_, new_slots);
+  reserve_slots(new_slots);
   slot_of_.reserve(slot_of_.size() + fresh.size());
   // Journal before the change: once the record is on disk the write is
   // acknowledged; if it cannot be written the store stays as it was.

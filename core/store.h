@@ -176,6 +176,9 @@ class Store {
   // Sets one per-memory field: JournalOp::set_bias (f32), set_times (f64)
   // or set_importance (f32).
   void set_field_locked(JournalOp field, const uint64_t* ids, const void* values, uint64_t count, bool journal);
+  // Room for `slots` slots in every per-slot array (geometric growth); may
+  // throw, changing nothing the store shows.
+  void reserve_slots(uint64_t slots);
   // Uploads slots [first, first + count) to the mirror; threads: host threads
   // it may use (0 = the runtime's).
   void mirror_update(uint64_t first, uint64_t count, int threads = 0);

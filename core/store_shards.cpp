@@ -17,7 +17,6 @@
 
 #include "checked.h"
 #include "error.h"
-#include "growth.h"
 #include "store.h"
 #include "topk_merge.h"
 
@@ -92,16 +91,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
     rows[o].push_back(i);
   }
   // Room first in every shard, so a failed allocation changes none of them.
-  for (size_t s = 0; s < n; ++s) {
-    Store& sh = *shards_[s];
-    const uint64_t slots = sh.slot_ids_.size() + rows[s].size();
-    sh.vectors_.reserve(checked_bytes(checked_mul(slots, row_bytes_, "store size"), "store size"));
-    reserve_geometric(sh.slot_ids_, slots);
-    reserve_geometric(sh.norms_, slots);
-    reserve_geometric(sh.biases_, slots);
-    reserve_geometric(sh.times_, slots);
-    reserve_geometric(sh.importance_, slots);
-  }
+  for (size_t s = 0; s < n; ++s) shards_[s]->reserve_slots(shards_[s]->slot_ids_.size() + rows[s].size());
   std::vector<char> busy(n);
   for (size_t s = 0; s < n; ++s) busy[s] = !rows[s].empty();
   // Each shard adds its rows on its own thread (the device uploads of a GPU

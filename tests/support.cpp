@@ -44,6 +44,15 @@ mnemo_runtime* rt() {
   return shared.rt;
 }
 
+RuntimePtr cuda_runtime_or_why(std::string* why) {
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CUDA;
+  mnemo_runtime* r = nullptr;
+  const mnemo_status st = mnemo_runtime_create(&o, &r);
+  if (st != MNEMO_OK) *why = last_error();
+  return RuntimePtr(st == MNEMO_OK ? r : nullptr);
+}
+
 RuntimePtr make_runtime(const mnemo_runtime_options& opts) {
   mnemo_runtime* r = nullptr;
   const mnemo_status st = mnemo_runtime_create(&opts, &r);

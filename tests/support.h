@@ -86,6 +86,9 @@ mnemo_runtime_options test_options();
 mnemo_runtime* rt();
 // A fresh runtime with the given options; fails the test if creation fails.
 RuntimePtr make_runtime(const mnemo_runtime_options& opts);
+// A CUDA runtime with default options, or null with the reason in *why (for
+// suites that skip where no GPU is usable).
+RuntimePtr cuda_runtime_or_why(std::string* why);
 // A store on rt(); fails the test (returns null) if creation fails.
 StorePtr make_store(uint64_t dim, int32_t dtype, int32_t metric, mnemo_runtime* runtime = nullptr);
 

@@ -366,6 +366,27 @@ TEST(Ivf, SaveAndOpenKeepTheIndex) {
   std::remove(path.c_str());
 }
 
+// A cosine store of n mixture rows on a sharded runtime, indexed with nlist
+// lists: the shards share the centroids, every memory is indexed, and a
+// full probe of the queries drawn into q (nq of them) equals the exact scan.
+// The store is left in *out.
+void expect_sharded_full_probe(std::mt19937_64& rng, const Mixture& mix, mnemo_runtime* rt, int32_t dtype, size_t n,
+                               uint32_t nlist, Buf<float>& q, uint64_t nq, uint64_t k, const std::string& what,
+                               mt::StorePtr* out) {
+  *out = mixture_store(rng, mix, dtype, MNEMO_METRIC_COSINE, n, rt);
+  mnemo_store* s = out->get();
+  const mnemo_index_options io = index_opts(nlist);
+  ASSERT_OK(mnemo_store_build_index(s, &io));
+  const mnemo_index_info info = info_of(s);
+  EXPECT_EQ(info.nlist, nlist);  // centroids shared by the shards
+  EXPECT_EQ(info.indexed, n);
+  mix.draw(rng, q.data(), nq);
+  mnemo_search_options o = mnemo_search_options_default();
+  const Results exact = search(s, q, nq, k, o);
+  o.nprobe = nlist;
+  expect_same(search(s, q, nq, k, o), exact, what);
+}
+
 // A store sharded over CPU shards: one set of centroids, each shard's
 // own lists; full probe equals the exact scan.
 TEST(Ivf, ShardedStore) {
@@ -376,18 +397,9 @@ TEST(Ivf, ShardedStore) {
   ro.backend = MNEMO_BACKEND_CPU;
   ro.cpu_shards = 3;
   auto rt = mt::make_runtime(ro);
-  auto s = mixture_store(rng, mix, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, 3001, rt.get());
-  const mnemo_index_options io = index_opts(12);
-  ASSERT_OK(mnemo_store_build_index(s.get(), &io));
-  const mnemo_index_info info = info_of(s.get());
-  EXPECT_EQ(info.nlist, 12u);  // centroids shared by the shards
-  EXPECT_EQ(info.indexed, 3001u);
   Buf<float> q(5 * dim);
-  mix.draw(rng, q.data(), 5);
-  mnemo_search_options o = mnemo_search_options_default();
-  const Results exact = search(s.get(), q, 5, 20, o);
-  o.nprobe = 12;
-  expect_same(search(s.get(), q, 5, 20, o), exact, "sharded, full probe");
+  mt::StorePtr s;
+  expect_sharded_full_probe(rng, mix, rt.get(), MNEMO_DTYPE_F32, 3001, 12, q, 5, 20, "sharded, full probe", &s);
 }
 
 // A store sharded over every visible GPU (two or more; skipped otherwise):
@@ -408,18 +420,11 @@ TEST(Ivf, ShardedOverGpus) {
   auto rng = mt::rng_for_test();
   const size_t dim = 64;
   const Mixture mix(rng, 20, dim);
-  auto s = mixture_store(rng, mix, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, 20011, rt.get());
-  const mnemo_index_options io = index_opts(40);
-  ASSERT_OK(mnemo_store_build_index(s.get(), &io));
-  const mnemo_index_info info = info_of(s.get());
-  EXPECT_EQ(info.nlist, 40u);
-  EXPECT_EQ(info.indexed, 20011u);
   Buf<float> q(9 * dim);
-  mix.draw(rng, q.data(), 9);
+  mt::StorePtr s;
+  ASSERT_NO_FATAL_FAILURE(expect_sharded_full_probe(rng, mix, rt.get(), MNEMO_DTYPE_F16, 20011, 40, q, 9, 25,
+                                                    "sharded over GPUs, full probe", &s));
   mnemo_search_options o = mnemo_search_options_default();
-  const Results exact = search(s.get(), q, 9, 25, o);
-  o.nprobe = 40;
-  expect_same(search(s.get(), q, 9, 25, o), exact, "sharded over GPUs, full probe");
   Buf<uint64_t> id(1);
   id[0] = 424242;
   ASSERT_OK(mnemo_store_add(s.get(), id.data(), q.data(), MNEMO_DTYPE_F32, 1));

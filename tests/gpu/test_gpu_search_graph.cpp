@@ -42,18 +42,9 @@ const int32_t kF32 = MNEMO_DTYPE_F32, kF16 = MNEMO_DTYPE_F16, kBF16 = MNEMO_DTYP
 const int32_t kCos = MNEMO_METRIC_COSINE, kDot = MNEMO_METRIC_DOT, kL2 = MNEMO_METRIC_L2SQ;
 constexpr double kNow = 1.7e9;
 
-mt::RuntimePtr cuda_runtime(std::string* why) {
-  mnemo_runtime_options o = mnemo_runtime_options_default();
-  o.backend = MNEMO_BACKEND_CUDA;
-  mnemo_runtime* rt = nullptr;
-  const mnemo_status s = mnemo_runtime_create(&o, &rt);
-  if (s != MNEMO_OK) *why = mnemo_last_error();
-  return mt::RuntimePtr(s == MNEMO_OK ? rt : nullptr);
-}
-
-#define REQUIRE_CUDA(rt)         \
-  std::string why_;              \
-  auto rt = cuda_runtime(&why_); \
+#define REQUIRE_CUDA(rt)                    \
+  std::string why_;                         \
+  auto rt = mt::cuda_runtime_or_why(&why_); \
   if (!rt) GTEST_SKIP() << "no CUDA backend on this machine: " << why_
 
 std::vector<uint64_t> spread_ids(std::mt19937_64& rng, size_t n, std::set<uint64_t>* used) {

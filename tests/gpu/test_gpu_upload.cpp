@@ -17,15 +17,6 @@ namespace {
 
 using mt::Buf;
 
-mt::RuntimePtr cuda_runtime(std::string* why) {
-  mnemo_runtime_options o = mnemo_runtime_options_default();
-  o.backend = MNEMO_BACKEND_CUDA;
-  mnemo_runtime* rt = nullptr;
-  const mnemo_status s = mnemo_runtime_create(&o, &rt);
-  if (s != MNEMO_OK) *why = mnemo_last_error();
-  return mt::RuntimePtr(s == MNEMO_OK ? rt : nullptr);
-}
-
 struct Case {
   int32_t dtype;
   uint64_t dim, n;
@@ -62,7 +53,7 @@ class GpuUpload : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuUpload, StagedRowsLandInTheirSlots) {
   const Case c = GetParam();
   std::string why;
-  auto rt = cuda_runtime(&why);
+  auto rt = mt::cuda_runtime_or_why(&why);
   if (!rt) GTEST_SKIP() << "no CUDA backend on this machine: " << why;
   // At least two chunks and a partial one, so both buffers are reused.
   ASSERT_GT(c.n * row_bytes(c), uint64_t{80} << 20);
