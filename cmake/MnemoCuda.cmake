@@ -64,5 +64,11 @@ else()
   endif()
 endif()
 if(MNEMO_CUDA_ENABLED)
+  # Hopper code as sm_90a: the wide-row batch kernel's warpgroup MMAs are
+  # architecture-specific features, and sm_90a code runs on every sm_90
+  # device (the only ones sm_90 code runs on). PTX stays compute_90, for
+  # later devices, where those kernels take warp MMAs.
+  list(TRANSFORM CMAKE_CUDA_ARCHITECTURES REPLACE "^90-real$" "90a-real")
+  set(MNEMO_CUDA_WHY "${MNEMO_CUDA_WHY}; Hopper code as 90a-real")
   enable_language(CUDA)
 endif()

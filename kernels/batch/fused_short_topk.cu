@@ -31,6 +31,7 @@
 #include "batch/fused_short.h"
 #include "batch/mma_frag.cuh"
 #include "batch/stage_barriers.cuh"
+#include "batch/wgmma.cuh"
 #include "device/device_caps.h"
 #include "device/tensor_map.h"
 #include "scan/row_dot.cuh"
@@ -129,6 +130,184 @@ __device__ __forceinline__ void admit(const float (&key)[NT][4], float (&th)[NT]
     }
 }
 
+// Warpgroup-MMA consumers (sm_90a): each warpgroup holds MB m64 blocks of
+// queries as A fragments in registers (f16/bf16: 128 queries, f32: 64; a
+// warp's 16 rows of each block, so a warp owns MB x 16 queries as before),
+// and streams the store tile's rows as B from the stage, 64 rows an MMA.
+// Thread (warp w, lane g * 4 + t) then holds, per block i, queries g and
+// g + 8 (h) of the warp's 16 x rows 8 j + 2 t + e: key d[i][4 j + 2 h + e].
+// Only over f32 rows: over 16-bit rows they measured slower than the warp
+// MMAs below (10000q x 1M x 128 f16 on an H100: 16.2 ms against 13.0; the
+// selection, not the MMAs, sets the pace there), over f32 rows faster
+// (14.5 ms against 17.3).
+template <class T>
+constexpr bool kShortWg = MNEMO_WGMMA && sizeof(T) == 4;
+template <class T>
+constexpr int kMBlocks = kNTiles<T> / 2;
+template <class T>
+constexpr uint32_t kGroupQueries = kMBlocks<T> * 64;
+
+// Offers the admitted keys of a 64-row step of one query block (bit 2 j + e
+// of pass[h] set where key d[4 j + 2 h + e] >= th[h]; the block's queries
+// from bq0) to the warp's lists, one query at a time: the four lanes
+// holding it take turns giving their keys. (A ballot per key register
+// instead of the select below measured 2.8x slower over the whole kernel:
+// most admissions bring one or two keys.)
+[[maybe_unused]] __device__ __forceinline__ void admit_wg(const float (&d)[32], const unsigned (&pass)[2],
+                                                          float (&th)[2], Cand* lists, int* counts, int kc,
+                                                          uint32_t bq0, uint32_t q0, uint32_t slot0,
+                                                          const uint64_t* ids, unsigned* gth, int lane) {
+  const float ninf = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    unsigned groups = __ballot_sync(kFullMask, pass[h] != 0);
+    while (groups) {
+      const int gq = (__ffs(groups) - 1) >> 2;
+      groups &= ~(0xfu << (4 * gq));
+      const uint32_t bq = bq0 + gq + 8 * h;
+      Cand* l = lists + static_cast<size_t>(bq) * kc;
+      RegList rl = load_reg_list(l, counts[bq], kc, lane);
+      __syncwarp();  // every lane has read the count before lane 0 rewrites it
+#pragma unroll
+      for (int tq = 0; tq < 4; ++tq) {
+        const int src = 4 * gq + tq;
+        unsigned c = __shfl_sync(kFullMask, pass[h], src);
+        while (c) {
+          const int x = __ffs(c) - 1;
+          c &= c - 1;
+          // Every lane picks its key x (a register index must be known at
+          // compile time); lane src's goes round.
+          float mine = 0.0f;
+#pragma unroll
+          for (int y = 0; y < 16; ++y)
+            if (y == x) mine = d[4 * (y >> 1) + 2 * h + (y & 1)];
+          const float kk = __shfl_sync(kFullMask, mine, src);
+          const uint32_t ss = slot0 + 8 * (x >> 1) + 2 * tq + (x & 1);
+          if (rl.admits(kk, ss, ids)) rl.insert(kk, ss, ids, lane);
+        }
+      }
+      rl.store(l, rl.n, lane);
+      if (lane == 0) {
+        counts[bq] = rl.n;
+        if (rl.n == kc) atomicMax(gth + q0 + bq, ordered_bits(rl.worst_key));
+      }
+      // The threshold never falls: it may already hold another chunk's.
+      if ((lane >> 2) == gq) th[h] = fmaxf(th[h], rl.n == kc ? rl.worst_key : ninf);
+      __syncwarp();
+    }
+  }
+}
+
+// The consumer warps' part of fused_short_kernel under warpgroup MMAs.
+template <class T, int KS>
+__device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restrict__ queries,
+                                           const float* __restrict__ qnorms, uint32_t nq, uint32_t kc, uint32_t q0,
+                                           uint32_t lo, uint32_t hi, uint32_t tiles, const unsigned char* smem,
+                                           const float2* tterm, uint64_t* full, uint64_t* empty, Cand* lists,
+                                           int* counts, Cand* __restrict__ cand, uint64_t cand_stride,
+                                           unsigned* __restrict__ gth, int warp, int lane) {
+  using Tile = ShortTile<KS>;
+  constexpr int MB = kMBlocks<T>;
+  const int g = lane >> 2, t4 = lane & 3;
+  // Block query of block i, row r of the warp: bq0 + i * 64 + r.
+  const uint32_t bq0 = (warp >> 2) * kGroupQueries<T> + (warp & 3) * 16;
+  const uint32_t words = static_cast<uint32_t>(s.ld * sizeof(T) / 4);
+  uint32_t a[MB][KS][4];
+  float qs[MB][2], th[MB][2];
+#pragma unroll
+  for (int i = 0; i < MB; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t q = q0 + bq0 + i * 64 + g + 8 * h;
+      const auto* qrow = reinterpret_cast<const uint32_t*>(queries + static_cast<uint64_t>(q < nq ? q : 0) * s.ld);
+#pragma unroll
+      for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+        for (int c = h; c < 4; c += 2) {
+          const uint32_t w = ks * 8 + t4 + 4 * (c >> 1);
+          a[i][ks][c] = Mma<T>::frag(q < nq && w < words ? __ldg(qrow + w) : 0u);
+        }
+      float sc = 1.0f;
+      if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
+      qs[i][h] = sc;
+      th[i][h] =
+          q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q))) : __int_as_float(0x7f800000);
+    }
+
+  const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const float nan = __int_as_float(0x7fc00000);
+  for (uint32_t t = 0; t < tiles; ++t) {
+    const uint32_t st = t % kStages;
+    wait_stage(full + st, (t / kStages) & 1);
+    const uint32_t first = lo + t * Tile::kRows;
+    const uint32_t n = min(Tile::kRows, hi - first);
+    const uint32_t stage = sbase + st * Tile::kStageBytes;
+    const float2* m = tterm + st * Tile::kRows;
+    unsigned pub[MB][2];
+#pragma unroll
+    for (int i = 0; i < MB; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t q = q0 + bq0 + i * 64 + g + 8 * h;
+        pub[i][h] = q < nq ? __ldcg(gth + q) : 0u;
+      }
+      // One 64-row step and one query block at a time: the accumulators of
+      // both blocks besides their A fragments spilled (f16, 256-byte rows),
+      // and unrolling the steps overflowed the instruction cache.
+#pragma unroll 1
+    for (uint32_t n0 = 0; n0 < Tile::kRows; n0 += 64) {
+      if (n0 >= n) break;  // the same for the whole warpgroup
+#pragma unroll
+      for (int i = 0; i < MB; ++i) {
+        float d[32];
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks)
+          WgmmaRs<T>::mma(d, a[i][ks], wg_desc(stage + (ks / 4) * Tile::kSlabBytes + n0 * 128 + (ks % 4) * 32),
+                          ks != 0);
+        wg_commit();
+        wg_wait<0>();
+        wg_pin(d);
+        // Keys: fmaf(dot * qscale, a, b) with the slot's terms (two slots'
+        // terms in one 16-byte load); rows past the tile get b = NaN.
+        unsigned pass[2] = {0u, 0u};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t r = n0 + 8 * j + 2 * t4;
+          const float4 ab = *reinterpret_cast<const float4*>(m + r);
+          const float sa[2] = {ab.x, ab.z}, sb[2] = {r < n ? ab.y : nan, r + 1 < n ? ab.w : nan};
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float& k = d[4 * j + 2 * h + e];
+              k = fmaf(k * qs[i][h], sa[e], sb[e]);
+              pass[h] |= static_cast<unsigned>(k >= th[i][h]) << (2 * j + e);
+            }
+        }
+        if (__any_sync(kFullMask, (pass[0] | pass[1]) != 0))
+          admit_wg(d, pass, th[i], lists, counts, static_cast<int>(kc), bq0 + i * 64, q0, first + n0, s.ids, gth, lane);
+      }
+    }
+    // This lane has read the stage: release it to the producer.
+    (void)ptx::mbarrier_arrive(empty + st);
+#pragma unroll
+    for (int i = 0; i < MB; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) th[i][h] = fmaxf(th[i][h], from_ordered_bits(pub[i][h]));
+  }
+
+  // The warp's lists (best first, empty entries after) as this chunk's.
+#pragma unroll
+  for (int i = 0; i < MB; ++i)
+    for (uint32_t r = 0; r < 16; ++r) {
+      const uint32_t bq = bq0 + i * 64 + r, q = q0 + bq;
+      if (q >= nq) break;
+      store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                       lists + static_cast<size_t>(bq) * kc, counts[bq], kc, lane);
+    }
+}
+
 template <class T, int KS>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_short_kernel(StoreRef s, const T* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
@@ -137,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = ShortTile<KS>;
   constexpr int NT = kNTiles<T>;
-  constexpr int QW = NT * 8;
+  [[maybe_unused]] constexpr int QW = NT * 8;
   constexpr uint32_t BQ = kBlockQueries<T>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023);
@@ -150,10 +329,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t q0 = blockIdx.x * BQ;
-  const uint32_t consumers = min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
+  // Warps with queries (whole warpgroups under warpgroup MMAs).
+  const uint32_t consumers =
+      kShortWg<T> ? min(static_cast<uint32_t>(kConsumers), (nq - q0 + kGroupQueries<T> - 1) / kGroupQueries<T> * 4)
+                  : min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + chunk_slots);
   const uint32_t tiles = (hi - lo + Tile::kRows - 1) / Tile::kRows;
-  const uint32_t row_bytes = static_cast<uint32_t>(s.ld * sizeof(T));
+  [[maybe_unused]] const uint32_t row_bytes = static_cast<uint32_t>(s.ld * sizeof(T));
 
   for (uint32_t i = threadIdx.x; i < BQ; i += kThreads) counts[i] = 0;
   // Every consumer lane releases its own reads.
@@ -186,132 +368,136 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
   if (static_cast<uint32_t>(warp) >= consumers) return;  // no queries left for this warp
-
-  // The warp's queries as B fragments (k-step ks: words ks * 8 + t and
-  // + t + 4 of query column g of each n-tile), their cosine scales and their
-  // thresholds (+inf past nq: never admits; else what other chunks have
-  // published, -inf before any: from_ordered_bits(0) is NaN, which fmaxf
-  // drops).
-  const int g = lane >> 2, t4 = lane & 3;
-  const uint32_t wq0 = q0 + warp * QW;
-  const uint32_t words = row_bytes / 4;
-  uint32_t b[KS][NT][2];
-  float qs[NT][2], th[NT][2];
+  if constexpr (kShortWg<T>) {
+    consume_wg<T, KS>(s, queries, qnorms, nq, kc, q0, lo, hi, tiles, smem, tterm, full, empty, lists, counts, cand,
+                      cand_stride, gth, warp, lane);
+  } else {
+    // The warp's queries as B fragments (k-step ks: words ks * 8 + t and
+    // + t + 4 of query column g of each n-tile), their cosine scales and their
+    // thresholds (+inf past nq: never admits; else what other chunks have
+    // published, -inf before any: from_ordered_bits(0) is NaN, which fmaxf
+    // drops).
+    const int g = lane >> 2, t4 = lane & 3;
+    const uint32_t wq0 = q0 + warp * QW;
+    const uint32_t words = row_bytes / 4;
+    uint32_t b[KS][NT][2];
+    float qs[NT][2], th[NT][2];
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const uint32_t qb = wq0 + j * 8 + g;
-    const auto* qrow = reinterpret_cast<const uint32_t*>(queries + static_cast<uint64_t>(qb < nq ? qb : 0) * s.ld);
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t w = ks * 8 + t4 + 4 * h;
-        b[ks][j][h] = Mma<T>::frag(qb < nq && w < words ? __ldg(qrow + w) : 0u);
-      }
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const uint32_t q = wq0 + j * 8 + 2 * t4 + e;
-      float sc = 1.0f;
-      if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
-      qs[j][e] = sc;
-      th[j][e] =
-          q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q))) : __int_as_float(0x7f800000);
-    }
-  }
-  Cand* wlists = lists + static_cast<size_t>(warp) * QW * kc;
-  int* wcounts = counts + warp * QW;
-  unsigned* wgth = gth + wq0;
-
-  // ldmatrix row addresses: lanes 8m..8m+7 give matrix m, rows 0-7 / 8-15 of
-  // the m-tile by m & 1, bytes 0-15 / 16-31 of the k-step by m >> 1. The
-  // swizzle stores 16-byte chunk c of row r at chunk c ^ (r % 8), and
-  // r % 8 = lane % 8 here. Over f32 rows the A words go to the TF32 MMA
-  // unrounded (the unit reads the TF32 bits of each): only candidates are
-  // chosen here.
-  const uint32_t sbase =
-      static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + (((lane >> 3) & 1) * 8 + (lane & 7)) * 128;
-  uint32_t chunk[4];  // byte offset in the row of k-step ks % 4's chunk
-#pragma unroll
-  for (int c = 0; c < 4; ++c) chunk[c] = (((2 * c + (lane >> 4)) ^ (lane & 7)) & 7) * 16;
-  const float nan = __int_as_float(0x7fc00000);
-  for (uint32_t t = 0; t < tiles; ++t) {
-    const uint32_t st = t % kStages;
-    wait_stage(full + st, (t / kStages) & 1);
-    const uint32_t first = lo + t * Tile::kRows;
-    const uint32_t n = min(Tile::kRows, hi - first);
-    const uint32_t abase = sbase + st * Tile::kStageBytes;
-    const float2* m = tterm + st * Tile::kRows;
-    // Other chunks' thresholds, loaded now and applied after the tile (the
-    // loads' latency hides behind its MMAs).
-    unsigned pub[NT][2];
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const uint32_t ql = j * 8 + 2 * t4 + e;
-        pub[j][e] = wq0 + ql < nq ? __ldcg(wgth + ql) : 0u;
-      }
-    for (uint32_t r0 = 0; r0 < n; r0 += 16) {
-      uint32_t a[KS][4];
+    for (int j = 0; j < NT; ++j) {
+      const uint32_t qb = wq0 + j * 8 + g;
+      const auto* qrow = reinterpret_cast<const uint32_t*>(queries + static_cast<uint64_t>(qb < nq ? qb : 0) * s.ld);
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks)
-        ldsm4(a[ks][0], a[ks][1], a[ks][2], a[ks][3], abase + (ks / 4) * Tile::kSlabBytes + r0 * 128 + chunk[ks % 4]);
-      // Even and odd k-steps into separate sums: twice the independent MMA
-      // chains, half as long (the chains' latency bounded the f32 tile).
-      float acc[NT][4], acc2[NT][4];
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f, acc2[j][c] = 0.0f;
-#pragma unroll
-      for (int ks = 0; ks < KS; ks += 2)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          Mma<T>::mma(acc[j], a[ks], b[ks][j]);
-          Mma<T>::mma(acc2[j], a[ks + 1], b[ks + 1][j]);
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t w = ks * 8 + t4 + 4 * h;
+          b[ks][j][h] = Mma<T>::frag(qb < nq && w < words ? __ldg(qrow + w) : 0u);
         }
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc[j][c] += acc2[j][c];
-      // Keys: fmaf(dot * qscale, a, b) with the slot's terms; rows past the
-      // tile get b = NaN (never admitted, whatever their stale bits give).
-      float sa[2], sb[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t r = r0 + g + 8 * h;
-        const float2 ab = m[r];
-        sa[h] = ab.x;
-        sb[h] = r < n ? ab.y : nan;
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t q = wq0 + j * 8 + 2 * t4 + e;
+        float sc = 1.0f;
+        if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
+        qs[j][e] = sc;
+        th[j][e] = q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q)))
+                          : __int_as_float(0x7f800000);
       }
-      bool any = false;
+    }
+    Cand* wlists = lists + static_cast<size_t>(warp) * QW * kc;
+    int* wcounts = counts + warp * QW;
+    unsigned* wgth = gth + wq0;
+
+    // ldmatrix row addresses: lanes 8m..8m+7 give matrix m, rows 0-7 / 8-15 of
+    // the m-tile by m & 1, bytes 0-15 / 16-31 of the k-step by m >> 1. The
+    // swizzle stores 16-byte chunk c of row r at chunk c ^ (r % 8), and
+    // r % 8 = lane % 8 here. Over f32 rows the A words go to the TF32 MMA
+    // unrounded (the unit reads the TF32 bits of each): only candidates are
+    // chosen here.
+    const uint32_t sbase =
+        static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + (((lane >> 3) & 1) * 8 + (lane & 7)) * 128;
+    uint32_t chunk[4];  // byte offset in the row of k-step ks % 4's chunk
+#pragma unroll
+    for (int c = 0; c < 4; ++c) chunk[c] = (((2 * c + (lane >> 4)) ^ (lane & 7)) & 7) * 16;
+    const float nan = __int_as_float(0x7fc00000);
+    for (uint32_t t = 0; t < tiles; ++t) {
+      const uint32_t st = t % kStages;
+      wait_stage(full + st, (t / kStages) & 1);
+      const uint32_t first = lo + t * Tile::kRows;
+      const uint32_t n = min(Tile::kRows, hi - first);
+      const uint32_t abase = sbase + st * Tile::kStageBytes;
+      const float2* m = tterm + st * Tile::kRows;
+      // Other chunks' thresholds, loaded now and applied after the tile (the
+      // loads' latency hides behind its MMAs).
+      unsigned pub[NT][2];
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 2; ++e) {
+          const uint32_t ql = j * 8 + 2 * t4 + e;
+          pub[j][e] = wq0 + ql < nq ? __ldcg(wgth + ql) : 0u;
+        }
+      for (uint32_t r0 = 0; r0 < n; r0 += 16) {
+        uint32_t a[KS][4];
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& k = acc[j][2 * h + e];
-            k = fmaf(k * qs[j][e], sa[h], sb[h]);
-            any = any || k >= th[j][e];
+        for (int ks = 0; ks < KS; ++ks)
+          ldsm4(a[ks][0], a[ks][1], a[ks][2], a[ks][3], abase + (ks / 4) * Tile::kSlabBytes + r0 * 128 + chunk[ks % 4]);
+        // Even and odd k-steps into separate sums: twice the independent MMA
+        // chains, half as long (the chains' latency bounded the f32 tile).
+        float acc[NT][4], acc2[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f, acc2[j][c] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks += 2)
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            Mma<T>::mma(acc[j], a[ks], b[ks][j]);
+            Mma<T>::mma(acc2[j], a[ks + 1], b[ks + 1][j]);
           }
-      if (__any_sync(kFullMask, any))
-        admit<NT>(acc, th, wlists, wcounts, static_cast<int>(kc), first + r0, s.ids, wgth, lane);
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[j][c] += acc2[j][c];
+        // Keys: fmaf(dot * qscale, a, b) with the slot's terms; rows past the
+        // tile get b = NaN (never admitted, whatever their stale bits give).
+        float sa[2], sb[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t r = r0 + g + 8 * h;
+          const float2 ab = m[r];
+          sa[h] = ab.x;
+          sb[h] = r < n ? ab.y : nan;
+        }
+        bool any = false;
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float& k = acc[j][2 * h + e];
+              k = fmaf(k * qs[j][e], sa[h], sb[h]);
+              any = any || k >= th[j][e];
+            }
+        if (__any_sync(kFullMask, any))
+          admit<NT>(acc, th, wlists, wcounts, static_cast<int>(kc), first + r0, s.ids, wgth, lane);
+      }
+      // This lane has read the stage: release it to the producer.
+      (void)ptx::mbarrier_arrive(empty + st);
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
     }
-    // This lane has read the stage: release it to the producer.
-    (void)ptx::mbarrier_arrive(empty + st);
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
-  }
 
-  // The warp's lists (best first, empty entries after) as this chunk's.
-  for (int ql = 0; ql < QW; ++ql) {
-    const uint32_t q = wq0 + ql;
-    if (q >= nq) break;
-    store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
-                     wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+    // The warp's lists (best first, empty entries after) as this chunk's.
+    for (int ql = 0; ql < QW; ++ql) {
+      const uint32_t q = wq0 + ql;
+      if (q >= nq) break;
+      store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                       wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+    }
   }
 #else
   // Launched only on sm_90 and later (fused_short_usable).

@@ -29,6 +29,7 @@
 #include "batch/fused_wide.h"
 #include "batch/mma_frag.cuh"
 #include "batch/stage_barriers.cuh"
+#include "batch/wgmma.cuh"
 #include "device/device_caps.h"
 #include "device/tensor_map.h"
 
@@ -204,13 +205,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  // Warp (wr, wq): rows wr * 32 + [0, 32) of each tile x block queries
-  // wq * 56 + [0, 56). Lane (g, t4) holds, per MMA tile, rows g and g + 8 x
-  // query columns 2 t4 and 2 t4 + 1: column (j, e) is query j * 8 + 2 t4 + e
-  // of the warp's.
+  // Warp (wr, wq), warpgroup wq: block queries wq * 56 + [0, 56), and 32
+  // rows of each tile, 16 in each m-tile i: rows i * 64 + wr * 16 + [0, 16)
+  // under warpgroup MMAs (two m64 MMAs a warpgroup), wr * 32 + i * 16 +
+  // [0, 16) under warp MMAs. Lane (g, t4) holds, per m-tile and n-tile,
+  // rows g and g + 8 x query columns 2 t4 and 2 t4 + 1: column (j, e) is
+  // query j * 8 + 2 t4 + e of the warp's.
   const int g = lane >> 2, t4 = lane & 3;
   const int wr = warp & 3, wq = warp >> 2;
   const uint32_t cq0 = wq * kWarpQueries;
+  // Split TF32 needs its operands in registers: warp MMAs.
+  constexpr bool kWg = MNEMO_WGMMA && !SPLIT;
+  const auto tile_row = [&](int i, int h) -> uint32_t {
+    return kWg ? i * 64 + wr * 16 + g + 8 * h : wr * kWarpRows + 16 * i + g + 8 * h;
+  };
   float qs[kNT][2], th[kNT][2];
 #pragma unroll
   for (int j = 0; j < kNT; ++j)
@@ -271,16 +279,38 @@ __global__ void __launch_bounds__(kThreads, 1)
       st = it % kStages;
       wait_stage(full + st, (it / kStages) & 1);
       const uint32_t base = sbase + st * kStageBytes;
+      if constexpr (kWg) {
+        // The warpgroup's 128 rows x 56 queries over the slab: four k-steps
+        // of two m64 MMAs, both operands read from the stage as the tensor
+        // copies left it; the group waits for them before the release
+        // (the other warpgroup's MMAs keep the unit busy meanwhile).
+        float(&d0)[28] = reinterpret_cast<float(&)[28]>(acc[0]);
+        float(&d1)[28] = reinterpret_cast<float(&)[28]>(acc[1]);
+        wg_pin(d0);
+        wg_pin(d1);
+        wg_fence();
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        uint32_t a[kMT][4], b[kNT][2];
+        for (int ks = 0; ks < 4; ++ks) {
+          const uint64_t b = wg_desc(base + kASlab + cq0 * 128 + ks * 32);
+          Wgmma<T>::mma(d0, wg_desc(base + ks * 32), b);
+          Wgmma<T>::mma(d1, wg_desc(base + 64 * 128 + ks * 32), b);
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_pin(d0);
+        wg_pin(d1);
+      } else {
 #pragma unroll
-        for (int i = 0; i < kMT; ++i) ldsm4(a[i][0], a[i][1], a[i][2], a[i][3], base + aoff[i] + ca[ks]);
+        for (int ks = 0; ks < 4; ++ks) {
+          uint32_t a[kMT][4], b[kNT][2];
 #pragma unroll
-        for (int p = 0; p < 3; ++p)
-          ldsm4(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1], base + boff[p] + cb[ks]);
-        ldsm2(b[6][0], b[6][1], base + boff[3] + cb[ks]);
-        warp_k_step<T, SPLIT>(acc, a, b);
+          for (int i = 0; i < kMT; ++i) ldsm4(a[i][0], a[i][1], a[i][2], a[i][3], base + aoff[i] + ca[ks]);
+#pragma unroll
+          for (int p = 0; p < 3; ++p)
+            ldsm4(b[2 * p][0], b[2 * p][1], b[2 * p + 1][0], b[2 * p + 1][1], base + boff[p] + cb[ks]);
+          ldsm2(b[6][0], b[6][1], base + boff[3] + cb[ks]);
+          warp_k_step<T, SPLIT>(acc, a, b);
+        }
       }
       // This lane has read the stage: release it, except the last slab's,
       // whose terms the epilogue reads.
@@ -295,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kMT; ++i)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const uint32_t r = wr * kWarpRows + 16 * i + g + 8 * h;
+        const uint32_t r = tile_row(i, h);
         const float2 ab = m[r];
         sa[i][h] = ab.x;
         sb[i][h] = r < n ? ab.y : nan;
@@ -316,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int x = 0; x < kMT * kNT * 4; ++x) {
         const int i = x / (kNT * 4), j = x / 4 % kNT, h = x / 2 % 2, e = x % 2;
-        const uint32_t r = wr * kWarpRows + 16 * i + g + 8 * h, q = q0 + cq0 + j * 8 + 2 * t4 + e;
+        const uint32_t r = tile_row(i, h), q = q0 + cq0 + j * 8 + 2 * t4 + e;
         if (r < n && q < nq) out.dense[static_cast<uint64_t>(q) * s.slots + first + r] = acc[i][j][2 * h + e];
       }
       continue;
@@ -346,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint32_t ql = cq0 + j * 8 + 2 * t4 + e;
           const int at = atomicAdd(fill + ql, 1);
           qkey[ql * kRows + at] = k;
-          qrow[ql * kRows + at] = static_cast<uint8_t>(wr * kWarpRows + 16 * i + g + 8 * h);
+          qrow[ql * kRows + at] = static_cast<uint8_t>(tile_row(i, h));
         }
       }
     }
