@@ -4,7 +4,8 @@
 // pace.
 // - Each consumer warp holds its queries' B fragments in registers for the
 //   whole kernel (32 queries over 16-bit rows, 16 over f32), so a tile of
-//   store rows is the only operand that moves.
+//   store rows is the only operand that moves. Over f32 rows on sm_90a the
+//   queries are instead the A fragments of warpgroup MMAs (consume_wg).
 // - One thread of a producer warp loads each tile with a few tensor copies
 //   (TMA, 128-byte slabs of K, 128-byte swizzle: no ldmatrix bank conflicts;
 //   rows past the store and K past the row read as zeros) and signals an
