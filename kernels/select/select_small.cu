@@ -115,8 +115,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One warp per candidate: the exact key from the stored row.
-template <class T>
+// One warp per candidate: the exact key from the stored row, summed as the
+// scans sum it (row_sums: 16-byte vectors a lane, then the xor-shuffle
+// reduction), so a re-scored batch reports the bits a single-query scan or
+// an index's probe scan reports for the same row.
+template <class T, bool L2>
 __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms,
                                uint32_t nq, Cand* cand, uint32_t kc) {
   const uint64_t w = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
@@ -125,20 +128,11 @@ __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, co
   const uint32_t q = static_cast<uint32_t>(w / kc);
   Cand& c = cand[w];
   if (c.slot == kNoSlot) return;
-  const T* row = static_cast<const T*>(s.vectors) + static_cast<uint64_t>(c.slot) * s.ld;
-  const float* qv = queries + static_cast<uint64_t>(q) * s.ld;
-  float acc = 0.0f;
-  for (uint32_t d = lane; d < s.dim; d += 32) {
-    const float x = to_f32(row[d]);
-    if (s.metric == KeyMetric::l2) {
-      const float diff = x - qv[d];
-      acc = fmaf(diff, diff, acc);
-    } else {
-      acc = fmaf(x, qv[d], acc);
-    }
-  }
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  if (lane == 0) c.key = key_of(s, acc, qnorms[q], slot_meta(s, c.slot));
+  const unsigned char* rows[1] = {static_cast<const unsigned char*>(s.vectors) +
+                                  static_cast<uint64_t>(c.slot) * s.ld * sizeof(T)};
+  float acc[1][1];
+  row_sums<T, L2, 0, 1, 1>(rows, queries + static_cast<uint64_t>(q) * s.ld, s.ld, lane, acc);
+  if (lane == 0) c.key = key_of(s, acc[0][0], qnorms[q], slot_meta(s, c.slot));
 }
 
 // One warp per query: re-sort a rescored list in place (insertion into a
@@ -201,10 +195,15 @@ void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms
                     cudaStream_t st) {
   const uint64_t warps = static_cast<uint64_t>(nq) * kc;
   const unsigned blocks = ceil_div(warps * 32, 256);
+  const bool l2 = s.metric == KeyMetric::l2;
+  auto kernel = [&](auto tag) {
+    using T = decltype(tag);
+    return l2 ? rescore_kernel<T, true> : rescore_kernel<T, false>;
+  };
   switch (s.dtype) {
-    case DType::f16: rescore_kernel<__half><<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
-    case DType::bf16: rescore_kernel<__nv_bfloat16><<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
-    default: rescore_kernel<float><<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
+    case DType::f16: kernel(__half{})<<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
+    case DType::bf16: kernel(__nv_bfloat16{})<<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
+    default: kernel(float{})<<<blocks, 256, 0, st>>>(s, queries, qnorms, nq, cand, kc); break;
   }
   MNEMO_CUDA_LAUNCHED("rescore_kernel");
   if (kc > static_cast<uint32_t>(kSmallKMax)) return;

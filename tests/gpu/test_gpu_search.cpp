@@ -4,6 +4,7 @@
 // the resident store, ties, workspace tiling and concurrent searches.
 // Skips, saying why, where no CUDA backend can be created.
 #include <atomic>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -320,6 +321,41 @@ TEST(GpuSearchTies, OverflowingCandidatesRankBySmallerId) {
     for (size_t i = 0; i < nq; ++i)
       for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
   }
+}
+
+// EXACT: a batch (the GEMM paths, candidates re-scored) reports for every
+// row the bits that query alone (the scan) reports, as an index's probe scan
+// does: the re-score sums a row as the scans do.
+TEST(GpuSearchBits, BatchScoresAreTheSingleQueryBits) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t n = 3001, nq = 40, k = 8;
+  for (const int32_t dt : {kF32, kF16, kBF16})
+    for (const int32_t me : {kCos, kDot, kL2})
+      for (const size_t dim : {size_t{20}, size_t{100}, size_t{300}, size_t{771}}) {
+        auto s = mt::make_store(dim, dt, me, gpu.get());
+        ASSERT_TRUE(s);
+        const auto ids = spread_ids(rng, n);
+        ASSERT_OK(mt::store_add(s.get(), ids, mt::random_matrix(rng, kF32, n, dim)));
+        const Matrix q = mt::random_matrix(rng, kF32, nq, dim);
+        Results batch;
+        ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &batch));
+        for (size_t i = 0; i < nq; ++i) {
+          Matrix one(kF32, 1, dim);
+          one.copy_row(0, q, i);
+          Results alone;
+          ASSERT_OK(mt::store_search(s.get(), one, k, nullptr, &alone));
+          for (size_t j = 0; j < k; ++j) {
+            const std::string at =
+                mt::case_name(dt, me, dim) + " query " + std::to_string(i) + " rank " + std::to_string(j);
+            ASSERT_EQ(batch.row_ids(i)[j], alone.row_ids(0)[j]) << at;
+            uint32_t a, b;
+            std::memcpy(&a, batch.row_scores(i) + j, 4);
+            std::memcpy(&b, alone.row_scores(0) + j, 4);
+            ASSERT_EQ(a, b) << at << ": " << batch.row_scores(i)[j] << " against " << alone.row_scores(0)[j];
+          }
+        }
+      }
 }
 
 // The resident copy follows every write.
