@@ -69,6 +69,8 @@ if(MNEMO_CUDA_ENABLED)
   # device (the only ones sm_90 code runs on). PTX stays compute_90, for
   # later devices, where those kernels take warp MMAs.
   list(TRANSFORM CMAKE_CUDA_ARCHITECTURES REPLACE "^90-real$" "90a-real")
-  set(MNEMO_CUDA_WHY "${MNEMO_CUDA_WHY}; Hopper code as 90a-real")
+  if("90a-real" IN_LIST CMAKE_CUDA_ARCHITECTURES)
+    set(MNEMO_CUDA_WHY "${MNEMO_CUDA_WHY}; Hopper code as 90a-real")
+  endif()
   enable_language(CUDA)
 endif()

@@ -132,8 +132,9 @@ __device__ __forceinline__ void admit(const float (&key)[NT][4], float (&th)[NT]
 }
 
 // Warpgroup-MMA consumers (sm_90a): each warpgroup holds MB m64 blocks of
-// queries as A fragments in registers (f16/bf16: 128 queries, f32: 64; a
-// warp's 16 rows of each block, so a warp owns MB x 16 queries as before),
+// queries as A fragments in registers (f32: one block, 64 queries; 16-bit
+// rows, measured and not kept: two; a warp's 16 rows of each block, so a
+// warp owns MB x 16 queries as the warp-MMA layout does),
 // and streams the store tile's rows as B from the stage, 64 rows an MMA.
 // Thread (warp w, lane g * 4 + t) then holds, per block i, queries g and
 // g + 8 (h) of the warp's 16 x rows 8 j + 2 t + e: key d[i][4 j + 2 h + e].
@@ -317,7 +318,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = ShortTile<KS>;
   constexpr int NT = kNTiles<T>;
-  [[maybe_unused]] constexpr int QW = NT * 8;
+  constexpr int QW = NT * 8;
   constexpr uint32_t BQ = kBlockQueries<T>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023);
@@ -336,7 +337,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                   : min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + chunk_slots);
   const uint32_t tiles = (hi - lo + Tile::kRows - 1) / Tile::kRows;
-  [[maybe_unused]] const uint32_t row_bytes = static_cast<uint32_t>(s.ld * sizeof(T));
 
   for (uint32_t i = threadIdx.x; i < BQ; i += kThreads) counts[i] = 0;
   // Every consumer lane releases its own reads.
@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // drops).
     const int g = lane >> 2, t4 = lane & 3;
     const uint32_t wq0 = q0 + warp * QW;
-    const uint32_t words = row_bytes / 4;
+    const uint32_t words = static_cast<uint32_t>(s.ld * sizeof(T) / 4);
     uint32_t b[KS][NT][2];
     float qs[NT][2], th[NT][2];
 #pragma unroll

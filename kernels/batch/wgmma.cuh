@@ -1,8 +1,10 @@
 // Warpgroup MMA pieces (sm_90a): shared-memory matrix descriptors over
 // 128-byte-swizzled K-major tiles (as the tensor copies lay them out) and
-// one asynchronous m64 x n56 MMA a k-step of 32 bytes, for the fused
-// wide-row kernel. Compiled only where the architecture-specific features
-// are (MNEMO_WGMMA); elsewhere the warp-level MMAs of mma_frag.cuh serve.
+// asynchronous m64 MMAs a k-step of 32 bytes: m64 x n56 with both operands
+// in shared memory (the fused wide-row kernel), m64 x n64 with A in
+// registers (the short-row kernel over f32 rows). Compiled only where the
+// architecture-specific features are (MNEMO_WGMMA); elsewhere the
+// warp-level MMAs of mma_frag.cuh serve.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,9 +49,10 @@ __device__ __forceinline__ void wg_wait() {
 }
 // Keeps the compiler from moving accesses of an accumulator across the
 // asynchronous MMAs that write it.
-__device__ __forceinline__ void wg_pin(float (&d)[28]) {
+template <int N>
+__device__ __forceinline__ void wg_pin(float (&d)[N]) {
 #pragma unroll
-  for (int i = 0; i < 28; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 #define MNEMO_WG_D28                                                                                           \
@@ -154,10 +157,6 @@ struct WgmmaRs<float> {
 #endif
   }
 };
-__device__ __forceinline__ void wg_pin(float (&d)[32]) {
-#pragma unroll
-  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 #undef MNEMO_WG_RS
 #undef MNEMO_WG_D32
