@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tensor.h"
 
@@ -15,7 +16,7 @@ namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 6;
+constexpr int32_t kModuleInterfaceVersion = 7;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -160,6 +161,27 @@ class DeviceCopy {
   virtual const void* data() const = 0;
 };
 
+// One device-pointer search of a store sharded over several GPUs, with the
+// caller's queries and results on the first shard's device: each shard's
+// search reads and writes where part(i) says, on its own device and stream,
+// and merge() queues the merged lists into the caller's buffers.
+class ShardGather {
+ public:
+  struct Part {
+    const float* queries;  // [nq x dim] on shard i's device
+    uint64_t* ids;         // [nq x k] there
+    float* scores;         // [nq x k] there
+    Placement place;       // shard i's stream, ordered after the caller's earlier work
+  };
+  virtual ~ShardGather() = default;
+  virtual Part part(size_t i) const = 0;
+  // Queued after every part's search, on the caller's stream: per query the
+  // best k of all parts by topk_merge's rule, from lists as a search writes
+  // them (sorted, padding last, ids unique across parts); device_status
+  // receives the first part's verdict that is not OK.
+  virtual void merge() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -189,6 +211,16 @@ class Backend {
   // A copy of `bytes` of host memory in this backend's memory, or null when
   // the backend reads host memory.
   virtual std::unique_ptr<DeviceCopy> copy_to_device(const void* /*src*/, uint64_t /*bytes*/) { return nullptr; }
+  // The streams and buffers of a device-pointer search over `shards` (this
+  // backend first, every one of this module), for the caller's buffers
+  // (place, queries [nq x dim], ids and scores [nq x k]) on this backend's
+  // device; null when the backend has no such path.
+  virtual std::unique_ptr<ShardGather> gather_shards(const std::vector<Backend*>& /*shards*/,
+                                                     const Placement& /*place*/, Metric /*metric*/,
+                                                     const float* /*queries*/, uint64_t /*nq*/, uint64_t /*dim*/,
+                                                     uint64_t /*k*/, uint64_t* /*ids*/, float* /*scores*/) {
+    return nullptr;
+  }
 };
 
 }  // namespace mnemo

@@ -447,10 +447,7 @@ void Store::touch_locked(const uint64_t* ids, uint64_t n, double now) {
 void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
                           const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const {
   if (!shards_.empty()) {
-    // Queries and results on one device cannot serve shards on several.
-    if (place.on_device)
-      fail(Code::unsupported, "device-pointer search of a store sharded over several devices (use host buffers)");
-    return sharded_search(queries, nq, k, filter, rank, out_ids, out_scores);
+    return sharded_search(queries, nq, k, filter, rank, out_ids, out_scores, place);
   }
   const uint64_t slots = slot_ids_.size();
   std::vector<uint64_t> allow;

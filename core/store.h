@@ -163,7 +163,7 @@ class Store {
   void sharded_set_field(const uint64_t* ids, const void* values, size_t bytes, const uint64_t* owners, uint64_t count,
                          JournalOp field);
   void sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
-                      const RankOptions& rank, uint64_t* out_ids, float* out_scores) const;
+                      const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const;
   // The shard holding `id`, or shards_.size().
   size_t owner_of(uint64_t id) const;
   // Row i of the call is vectors' row pick[i] (pick: a shard's rows of its

@@ -5,13 +5,15 @@
 // store's worker thread per shard beyond the first). A search on GPU shards runs on all
 // at once the same way, each shard on its own device's stream waiting only
 // for itself; CPU shards are searched in turn with the whole thread team.
-// The per-shard lists are merged by topk_merge. Each row's score is computed by the same kernel as
+// The per-shard lists are merged by topk_merge (host buffers) or on the
+// caller's GPU (device buffers: the backend's ShardGather). Each row's score is computed by the same kernel as
 // in an unsharded store and does not depend on the shard's size, and ids
 // are unique across shards, so the merged result equals an unsharded
 // store's bit for bit, ties included.
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -135,7 +137,8 @@ void Store::sharded_set_field(const uint64_t* ids, const void* values, size_t by
 }
 
 void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
-                           const RankOptions& rank, uint64_t* out_ids, float* out_scores) const {
+                           const RankOptions& rank, uint64_t* out_ids, float* out_scores,
+                           const Placement& place) const {
   const size_t n = shards_.size();
   uint64_t slots = 0;
   std::vector<uint64_t> first(n);
@@ -165,12 +168,29 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
     }
   }
   // One decision for all shards, from the whole store's size, as AUTO makes
-  // it for an unsharded store.
-  Backend& be = rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1));
-  const bool on_home = &be != &rt_.cpu() || home_ == &rt_.cpu();
+  // it for an unsharded store; device pointers are searched where the shards
+  // live, each shard's lists gathered on the caller's device.
+  const bool on_home = place.on_device || &rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1)) !=
+                                              &rt_.cpu() || home_ == &rt_.cpu();
   const uint64_t per = checked_mul(nq, k, "nq * k");
-  std::vector<uint64_t> ids(checked_mul(per, n, "nq * k * shards"));
+  checked_mul(per, n, "nq * k * shards");
+  std::unique_ptr<ShardGather> gather;
+  if (place.on_device) {
+    std::vector<Backend*> homes(n);
+    for (size_t s = 0; s < n; ++s) homes[s] = shards_[s]->home_;
+    gather = homes[0]->gather_shards(homes, place, metric_, queries, nq, dim_, k, out_ids, out_scores);
+    if (!gather) fail(Code::unsupported, "device-pointer search of a store sharded over host memory");
+  }
+  std::vector<uint64_t> ids(gather ? 0 : per * n);
   std::vector<float> scores(ids.size());
+  // Shard s's search, on the caller's buffers (host) or its part of the
+  // gather (device).
+  auto search_shard = [&](size_t s, const RankOptions& r, uint64_t* host_ids, float* host_scores) {
+    const uint64_t* allow_s = allow.empty() ? nullptr : allow[s].data();
+    if (!gather) return shards_[s]->search_locked(queries, nq, k, allow_s, r, on_home, host_ids, host_scores);
+    const ShardGather::Part p = gather->part(s);
+    shards_[s]->search_locked(p.queries, nq, k, allow_s, r, true, p.ids, p.scores, p.place);
+  };
   std::vector<char> busy(n, 1);
   // GPU shards search concurrently, each thread waiting only for its own
   // device; CPU shards take turns on the caller's thread, each with the whole
@@ -185,8 +205,7 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
     for_each_shard(workers_.get(), n, busy, gpu, [&](size_t s) {
       RankOptions first = rank;
       first.act.ranges_out = part[s].data();
-      shards_[s]->search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), first, on_home, nullptr,
-                                nullptr);
+      search_shard(s, first, nullptr, nullptr);
     });
     ranges = part[0];
     for (size_t s = 1; s < n; ++s)
@@ -209,10 +228,9 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
     each.act.ranges = ranges.data();
   }
   for_each_shard(workers_.get(), n, busy, gpu, [&](size_t s) {
-    const Store& sh = *shards_[s];
-    sh.search_locked(queries, nq, k, allow.empty() ? nullptr : allow[s].data(), each, on_home, ids.data() + s * per,
-                     scores.data() + s * per);
+    search_shard(s, each, gather ? nullptr : ids.data() + s * per, gather ? nullptr : scores.data() + s * per);
   });
+  if (gather) return gather->merge();
   topk_merge(metric_, n, nq, k, ids.data(), scores.data(), k, out_ids, out_scores);
 }
 

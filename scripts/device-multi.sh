@@ -37,6 +37,13 @@ case "$mode" in
       rc2=$?
       [ "$tests_rc" -eq 0 ] && tests_rc=$rc2
     fi
+    # Device-buffer searches of a sharded store: the gather's copies between
+    # the devices and the merge kernel on the first one.
+    echo "===== memcheck of device-buffer searches over $gpus GPUs" >>"$log"
+    timeout 420 bash scripts/device-test.sh exec compute-sanitizer --tool memcheck --error-exitcode 3 \
+      .device/bin/mnemo_gpu_tests --gtest_brief=1 '--gtest_filter=GpuShardsDevice.*' >>"$log" 2>&1
+    rc3=$?
+    [ "$tests_rc" -eq 0 ] && tests_rc=$rc3
     echo "===== benchmark" >>"$log"
     timeout 900 bash scripts/device-test.sh exec .device/bin/mnemo_multi_bench "$out/multi-gpu.jsonl" \
       "${MNEMO_MULTI_SCALE:-1}" >"$out/multi-bench.txt" 2>&1

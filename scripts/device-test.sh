@@ -27,7 +27,7 @@ bundle() {
   # Staged here, then packed: the uncompressed bundle (OpenBLAS alone is
   # 36 MB) would not fit what travels to the GPU machine.
   rm -rf .device && mkdir -p .device/bin .device/lib
-  for b in mnemo_tests mnemo_gpu_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_activation_bench mnemo_demo; do
+  for b in mnemo_tests mnemo_gpu_tests mnemo_gpu_kernel_tests mnemo_core_tests mnemo_gpu_bench mnemo_multi_bench mnemo_activation_bench mnemo_demo; do
     cp "$dir/bin/$b" .device/bin/
   done
   cp -P "$dir"/lib/libmnemo.so* "$dir"/lib/libmnemo_cuda.so .device/lib/
@@ -209,6 +209,10 @@ run() {
     --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*:*F32_*_d100_n6001_q70_k10_fast:*F32_Cosine_d128_n12007_q150_k10_fast:*F32_Dot_d24_n30_q16_k30_fast:*F32_Dot_d768_n12345_q16_k16_fast:*F32_L2sq_d136_n3001_q40_k10_fast:*F16_Cosine_d200_n30011_q130_k16_fast:*BF16_Cosine_d384_n9000_q250_k5_fast"
   # The activation kernels on their own, plain and normalised apart: racecheck
   # of their sweeps takes minutes.
+  # The GPU merge of sharded results, called directly.
+  bg_step "memcheck + racecheck (part merge)" 300 bash -c 'compute-sanitizer --tool memcheck --error-exitcode 3 \
+    .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1 && compute-sanitizer --tool racecheck --error-exitcode 3 \
+    .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1'
   bg_step "racecheck (activation, plain)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine_plain:GpuActivationCases.DeviceEntryPointMatchesHostCall"
@@ -246,6 +250,7 @@ run() {
     rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done
     cat "$out/$tag"-shard*.log; exit $rc'
   step "gpu tests" 420 bash -c "$shards" shards "$out" gpu .device/bin/mnemo_gpu_tests --gtest_brief=1
+  step "gpu kernel tests" 120 .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1
   # The first fused GEMM + selection forced on everywhere it can run (short
   # rows take the short-row kernel by default).
   # In shards too: in one process it ran past 200 s on an H100 host.

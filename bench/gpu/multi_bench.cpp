@@ -2,6 +2,8 @@
 // host calls, wall clock, medians): a store sharded over G GPUs (every GPU
 // present, up to 4; and 2 when there are 4) against one GPU.
 //   latency:  1q x (1M * G) x 768 f32 over G GPUs   vs 1q x 1M on one
+//             (host buffers; and device buffers on the first GPU, the call
+//             plus the wait on its stream, where the CUDA runtime is linked)
 //   weak:     1000q x (2M * G) x 768 FAST over G    vs 1000q x 2M on one
 //   strong:   1000q x 2M x 768 FAST over G (and 2)  vs the same on one
 //   add:      (1M * G) x 768 f32 rows added over G  vs the same rows on one,
@@ -21,6 +23,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#ifdef MNEMO_BENCH_HAVE_CUDART
+#include <cuda_runtime.h>
+#endif
 
 namespace {
 
@@ -93,7 +99,7 @@ double fill(mnemo_store* s, const Data& d, uint64_t rows) {
   return now_ms() - t0;
 }
 
-double time_search(mnemo_store* s, const Data& d, uint64_t nq, int reps) {
+double time_search_host(mnemo_store* s, const Data& d, uint64_t nq, int reps) {
   uint64_t* ids = alloc<uint64_t>(nq * kK);
   float* scores = alloc<float>(nq * kK);
   for (int i = 0; i < 2; ++i) check(mnemo_store_search(s, d.queries, nq, kK, nullptr, ids, scores), "search");
@@ -107,6 +113,45 @@ double time_search(mnemo_store* s, const Data& d, uint64_t nq, int reps) {
   mnemo_free(scores);
   return median(t);
 }
+
+#ifdef MNEMO_BENCH_HAVE_CUDART
+void check_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
+// mnemo_store_search_device with the queries and results on device 0 (the
+// first shard's), timed as a caller sees it: the call and the wait on its
+// stream.
+double time_search_device(mnemo_store* s, const Data& d, uint64_t nq, int reps) {
+  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  float *q = nullptr, *scores = nullptr;
+  uint64_t* ids = nullptr;
+  check_cuda(cudaMalloc(&q, nq * kDim * 4), "cudaMalloc");
+  check_cuda(cudaMalloc(&ids, nq * kK * 8), "cudaMalloc");
+  check_cuda(cudaMalloc(&scores, nq * kK * 4), "cudaMalloc");
+  check_cuda(cudaMemcpy(q, d.queries, nq * kDim * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  cudaStream_t st = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
+  auto once = [&] {
+    check(mnemo_store_search_device(s, q, nq, kK, nullptr, ids, scores, st), "search_device");
+    check_cuda(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+  };
+  for (int i = 0; i < 3; ++i) once();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_ms();
+    once();
+    t.push_back(now_ms() - t0);
+  }
+  cudaStreamDestroy(st);
+  cudaFree(q);
+  cudaFree(ids);
+  cudaFree(scores);
+  return median(t);
+}
+#endif
 
 struct Row {
   std::string bench;
@@ -135,8 +180,10 @@ void emit(const Row& r) {
 }
 
 // A search measurement: `rows_many` rows over `gpus` against `rows_one` on one.
+using TimeFn = double (*)(mnemo_store*, const Data&, uint64_t, int);
+
 void search_case(const char* name, const Data& d, uint32_t gpus, uint64_t rows_many, uint64_t rows_one, uint64_t nq,
-                 int32_t precision, int reps) {
+                 int32_t precision, int reps, TimeFn time_search = time_search_host) {
   mnemo_runtime* one = runtime(1, precision);
   mnemo_store* s1 = nullptr;
   check(mnemo_store_create(one, kDim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, &s1), "store");
@@ -221,6 +268,10 @@ int main(int argc, char** argv) {
   std::printf("# %u GPUs (%s), scale %.3g\n", G, rep.device_name, scale);
   const Data d;
   search_case("latency_1q", d, G, rows(1.0) * G, rows(1.0), 1, MNEMO_PRECISION_EXACT, 21);
+#ifdef MNEMO_BENCH_HAVE_CUDART
+  search_case("latency_1q_dev", d, G, rows(1.0) * G, rows(1.0), 1, MNEMO_PRECISION_EXACT, 21, time_search_device);
+  search_case("strong_1000q_dev", d, G, rows(2.0), rows(2.0), 1000, MNEMO_PRECISION_FAST, 7, time_search_device);
+#endif
   search_case("weak_1000q", d, G, rows(2.0) * G, rows(2.0), 1000, MNEMO_PRECISION_FAST, 7);
   search_case("strong_1000q", d, G, rows(2.0), rows(2.0), 1000, MNEMO_PRECISION_FAST, 7);
   if (G == 4) search_case("strong_1000q", d, 2, rows(2.0), rows(2.0), 1000, MNEMO_PRECISION_FAST, 7);
@@ -234,7 +285,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(r.rows), static_cast<unsigned long long>(r.nq), r.precision, r.ms,
                 r.base_ms, r.ms / r.base_ms, r.gbps);
   std::printf(
-      "(latency/weak: ratio = time over G GPUs / time on one, goal <= 1.15 / 1.1; strong and add: speed-up = 1 / "
+      "(latency/weak: ratio = time over G GPUs / time on one, goal <= 1.15 / 1.1; _dev: device buffers; strong and add: speed-up = 1 / "
       "ratio, goal >= 3.4 strong and 3 add on 4 GPUs, 1.85 strong on 2; add_one_gpu >= 12 GB/s; add_host_only: a "
       "CPU store, gpus 0)\n");
   return 0;

@@ -507,9 +507,16 @@ MNEMO_API mnemo_status mnemo_store_search(const mnemo_store* store, const float*
    queued. Same results, order, ties and padding as mnemo_store_search.
    With touch the call waits for the stream (the returned ids are read back
    to set their times) before it returns.
+   A store sharded over several GPUs takes the buffers on its first device
+   (the runtime's device_id, shard 0's): every shard searches a copy of the
+   queries on its own device and stream, ordered after the work queued on
+   `stream` before the call, and the shards' lists are copied back to the
+   first device and merged there on `stream`, so the caller still waits on
+   one stream only. The runtime enables peer access between its first device
+   and the others where the hardware allows (copies then go straight over
+   NVLink or PCIe).
    Errors: those of mnemo_store_search, BACKEND_UNAVAILABLE (the store is
-   not held by a GPU), UNSUPPORTED (a store sharded over several GPUs; search
-   it with mnemo_store_search). Thread safety: as mnemo_store_search. */
+   not held by a GPU). Thread safety: as mnemo_store_search. */
 MNEMO_API mnemo_status mnemo_store_search_device(const mnemo_store* store, const float* queries, uint64_t nq,
                                                  uint64_t k, const mnemo_search_options* opts, uint64_t* ids,
                                                  float* scores, void* stream);
@@ -704,8 +711,8 @@ MNEMO_API mnemo_status mnemo_store_index_info(const mnemo_store* store, mnemo_in
      and open on a runtime with any shard count;
    - mnemo_runtime_info reports the shards and devices, mnemo_store_stats
      the live vectors per shard;
-   - mnemo_store_search_device does not take a sharded store (UNSUPPORTED):
-     its buffers live on one device and the shards on several.
+   - mnemo_store_search_device takes buffers on the first device and merges
+     there (see that call); results as mnemo_store_search's.
    Threading is that of any store. */
 
 /* Merges n_lists result lists of one search into one: ids and scores are

@@ -46,6 +46,19 @@ std::unique_ptr<DeviceCopy> CudaBackend::copy_to_device(const void* src, uint64_
   return copy;
 }
 
+std::unique_ptr<ShardGather> CudaBackend::gather_shards(const std::vector<Backend*>& shards, const Placement& place,
+                                                        Metric metric, const float* queries, uint64_t nq,
+                                                        uint64_t dim, uint64_t k, uint64_t* ids, float* scores) {
+  std::vector<int> devices;
+  for (Backend* b : shards) {
+    auto* c = dynamic_cast<CudaBackend*>(b);
+    if (c == nullptr) return nullptr;  // a shard in host memory
+    devices.push_back(c->device());
+  }
+  if (devices.empty() || devices[0] != device()) fail(Code::internal, "a gather led by another device");
+  return make_shard_gather(gathers_, devices, place, metric, queries, nq, dim, k, ids, scores);
+}
+
 bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {
   if (storage != DType::f16) return true;
   for (uint64_t i = 0; i < nq; ++i) {

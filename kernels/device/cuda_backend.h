@@ -7,6 +7,7 @@
 
 #include "core/backend.h"
 #include "device/exec_context.h"
+#include "device/shard_gather.h"
 
 namespace mnemo::cuda {
 
@@ -48,14 +49,21 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* dst, const void* src, uint64_t bytes, void* stream) override;
   // Device memory holding a copy of host bytes (uploaded at once).
   std::unique_ptr<DeviceCopy> copy_to_device(const void* src, uint64_t bytes) override;
+  // Device-pointer searches of a store sharded over this device (first) and
+  // other devices of this module (shard_gather.h).
+  std::unique_ptr<ShardGather> gather_shards(const std::vector<Backend*>& shards, const Placement& place,
+                                             Metric metric, const float* queries, uint64_t nq, uint64_t dim,
+                                             uint64_t k, uint64_t* ids, float* scores) override;
 
   int sm_count() const { return sm_count_; }
+  int device() const { return cfg_.device_id; }
 
  private:
   BackendConfig cfg_;
   std::string description_;
   int sm_count_;
   ContextPool pool_;
+  GatherPool gathers_;
 };
 
 }  // namespace mnemo::cuda

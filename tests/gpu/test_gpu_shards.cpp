@@ -1,13 +1,20 @@
 // A store sharded over every visible GPU against the same memories on one
 // GPU: every search path (scan, GEMM tiles, radix selection for large k,
 // FAST), unequal shards, a shard emptied by removes, filters, bias, and
-// searches running while writes land. Results must agree bit for bit.
+// searches running while writes land; host buffers and device buffers
+// (queries and results on the first device, the shards' lists merged
+// there). Results must agree bit for bit.
 // Skips, saying why, with fewer than two usable GPUs.
 #include <atomic>
+#include <cmath>
 #include <set>
 #include <thread>
 
 #include "../support.h"
+
+#ifdef MNEMO_TEST_HAVE_CUDART
+#include "dev_buf.h"
+#endif
 
 namespace {
 
@@ -44,6 +51,26 @@ Buf<float> random_rows(std::mt19937_64& rng, size_t rows, size_t dim) {
   return v;
 }
 
+#ifdef MNEMO_TEST_HAVE_CUDART
+// The device-pointer search of `many` (queries and poisoned results on
+// device 0, the first shard's, on a stream of the caller's), read back.
+mnemo_status device_search(const mnemo_store* many, const float* q, uint64_t nq, uint64_t dim, uint64_t k,
+                           const mnemo_search_options* o, std::vector<uint64_t>* ids, std::vector<float>* scores) {
+  cudaSetDevice(0);
+  const std::vector<unsigned char> poison(nq * k * 8, 0xAB);
+  mt::DevBuf dq(q, nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
+  mt::Stream st;
+  const mnemo_status s =
+      mnemo_store_search_device(many, dq.as<float>(), nq, k, o, di.as<uint64_t>(), ds.as<float>(), st.s);
+  EXPECT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
+  ids->resize(nq * k);
+  scores->resize(nq * k);
+  cudaMemcpy(ids->data(), di.get(), nq * k * 8, cudaMemcpyDeviceToHost);
+  cudaMemcpy(scores->data(), ds.get(), nq * k * 4, cudaMemcpyDeviceToHost);
+  return s;
+}
+#endif
+
 void expect_same(const mnemo_store* a, const mnemo_store* b, const Buf<float>& q, uint64_t nq, uint64_t k,
                  const mnemo_search_options* o, const std::string& what) {
   Buf<uint64_t> ia(nq * k), ib(nq * k);
@@ -56,6 +83,16 @@ void expect_same(const mnemo_store* a, const mnemo_store* b, const Buf<float>& q
     ASSERT_EQ(ia[i], ib[i]) << what << ": query " << i / k << " place " << i % k;
     ASSERT_EQ(0, std::memcmp(&sa[i], &sb[i], 4)) << what << ": score bits, query " << i / k << " place " << i % k;
   }
+#ifdef MNEMO_TEST_HAVE_CUDART
+  std::vector<uint64_t> di;
+  std::vector<float> ds;
+  ASSERT_OK(device_search(b, q.data(), nq, q.size() / nq, k, o, &di, &ds));
+  for (uint64_t i = 0; i < nq * k; ++i) {
+    ASSERT_EQ(ia[i], di[i]) << what << ", device buffers: query " << i / k << " place " << i % k;
+    ASSERT_EQ(0, std::memcmp(&sa[i], &ds[i], 4))
+        << what << ", device buffers: score bits, query " << i / k << " place " << i % k;
+  }
+#endif
 }
 
 struct Stores {
@@ -215,22 +252,185 @@ TEST(GpuShardsConcurrent, SearchesWhileWritesLand) {
   expect_same(st.one, st.many, q, nq, k, nullptr, "after concurrent writes");
 }
 
-TEST(GpuShardsRuntime, DeviceSearchOfAShardedStoreIsRefused) {
+#ifdef MNEMO_TEST_HAVE_CUDART
+
+// Bad input to a device-pointer search of a sharded store: a non-finite
+// query checked inside the search (its row padding, the status saying so,
+// the other rows standing) or before it (refused, nothing written); buffers
+// of another device or of pageable memory refused, nothing written.
+TEST(GpuShardsDevice, BadQueriesAndBuffers) {
   REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
-  auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, many.get());
-  Buf<uint64_t> ids(4);
-  Buf<float> v(4 * 8);
-  for (int i = 0; i < 4; ++i) ids[i] = 10 + i;
-  for (int i = 0; i < 32; ++i) v[i] = 0.25f * static_cast<float>(i % 7) + 0.1f;
-  ASSERT_OK(mnemo_store_add(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 4));
-  // Host buffers are enough to reach the check: the store refuses first.
-  Buf<uint64_t> oi(2);
-  Buf<float> os(2);
-  const auto before = oi.snapshot();
+  auto rng = mt::rng_for_test();
+  const uint64_t n = 3001, dim = 40, nq = 3, k = 9;
+  auto s1 = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, one.get());
+  auto sn = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, many.get());
+  Stores st{s1.get(), sn.get()};
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = 5 * i + 1;
+  Buf<float> v = random_rows(rng, n, dim);
+  st.add(ids, v.data());
+  Buf<float> q = random_rows(rng, nq, dim);
+  Buf<uint64_t> hi(nq * k);
+  Buf<float> hs(nq * k);
+  ASSERT_OK(mnemo_store_search(st.one, q.data(), nq, k, nullptr, hi.data(), hs.data()));
+  cudaSetDevice(0);
+  mt::DevBuf status(16);
+  const std::vector<unsigned char> status_poison(16, 0x5A);
+  mnemo_search_options o = mnemo_search_options_default();
+  o.check_on_device = 1;
+  o.device_status = status.as<int32_t>();
+  std::vector<uint64_t> di;
+  std::vector<float> ds;
+  int32_t verdict = -1;
+  // Finite queries: OK and the one-device results.
+  cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+  ASSERT_OK(device_search(st.many, q.data(), nq, dim, k, &o, &di, &ds));
+  cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(verdict, MNEMO_OK);
+  EXPECT_EQ(0, std::memcmp(di.data(), hi.data(), nq * k * 8));
+  EXPECT_EQ(0, std::memcmp(ds.data(), hs.data(), nq * k * 4));
+  // Query 1 holds a NaN.
+  q[dim + 7] = std::nanf("");
+  cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+  ASSERT_OK(device_search(st.many, q.data(), nq, dim, k, &o, &di, &ds));
+  cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(verdict, MNEMO_E_NON_FINITE);
+  for (uint64_t j = 0; j < k; ++j) {
+    EXPECT_EQ(di[k + j], MNEMO_NO_ID) << "place " << j;
+    EXPECT_TRUE(std::isnan(ds[k + j])) << "place " << j;
+  }
+  for (const uint64_t row : {uint64_t{0}, uint64_t{2}}) {
+    EXPECT_EQ(0, std::memcmp(&di[row * k], &hi[row * k], k * 8)) << "row " << row;
+    EXPECT_EQ(0, std::memcmp(&ds[row * k], &hs[row * k], k * 4)) << "row " << row;
+  }
+  // Checked before the search: refused, the poisoned results unchanged.
+  EXPECT_TRUE(mt::failed_with(device_search(st.many, q.data(), nq, dim, k, nullptr, &di, &ds), MNEMO_E_NON_FINITE));
+  for (uint64_t i = 0; i < nq * k; ++i) ASSERT_EQ(di[i], 0xABABABABABABABABull) << i;
+  // Buffers the first device cannot use.
+  q[dim + 7] = 0.5f;
+  const std::vector<unsigned char> poison(nq * k * 8, 0xAB);
+  mt::DevBuf dq(q.data(), nq * dim * 4), dsc(poison.data(), nq * k * 4);
+  cudaSetDevice(1);
+  mt::DevBuf elsewhere(poison.data(), nq * k * 8);
+  cudaSetDevice(0);
+  EXPECT_TRUE(mt::failed_with(mnemo_store_search_device(st.many, dq.as<float>(), nq, k, nullptr,
+                                                        elsewhere.as<uint64_t>(), dsc.as<float>(), nullptr),
+                              MNEMO_E_INVALID_ARGUMENT));
+  EXPECT_NE(std::string(mnemo_last_error()).find("ids"), std::string::npos) << mnemo_last_error();
+  EXPECT_EQ(elsewhere.bytes(), poison);
+  EXPECT_EQ(dsc.bytes(), std::vector<unsigned char>(nq * k * 4, 0xAB));
+  const auto before_ids = hi.snapshot();
+  const auto before_scores = hs.snapshot();
   EXPECT_TRUE(mt::failed_with(
-      mnemo_store_search_device(s.get(), v.data(), 1, 2, nullptr, oi.data(), os.data(), nullptr), MNEMO_E_UNSUPPORTED));
-  EXPECT_TRUE(oi.same_as(before));
+      mnemo_store_search_device(st.many, q.data(), nq, k, nullptr, hi.data(), hs.data(), nullptr),
+      MNEMO_E_INVALID_ARGUMENT));
+  EXPECT_TRUE(hi.same_as(before_ids));
+  EXPECT_TRUE(hs.same_as(before_scores));
 }
+
+// Activation (plain and min-max normalised, which takes two passes over
+// the shards) and touch through device buffers: the one-device results, and
+// with touch the same times afterwards.
+TEST(GpuShardsDevice, ActivationAndTouch) {
+  REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
+  auto rng = mt::rng_for_test();
+  const uint64_t n = 5003, dim = 48, nq = 4, k = 12;
+  const double now = 1.0e9;
+  for (const int32_t metric : {MNEMO_METRIC_DOT, MNEMO_METRIC_L2SQ}) {
+    auto s1 = mt::make_store(dim, MNEMO_DTYPE_F32, metric, one.get());
+    auto sn = mt::make_store(dim, MNEMO_DTYPE_F32, metric, many.get());
+    Stores st{s1.get(), sn.get()};
+    std::vector<uint64_t> ids(n);
+    for (uint64_t i = 0; i < n; ++i) ids[i] = 11 * i + 4;
+    Buf<float> v = random_rows(rng, n, dim);
+    st.add(ids, v.data());
+    Buf<double> t(n);
+    Buf<float> imp(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      t[i] = now - static_cast<double>(rng() % 200000);
+      imp[i] = static_cast<float>(rng() % 1000) / 1000.0f;
+    }
+    for (mnemo_store* s : {st.one, st.many}) {
+      ASSERT_OK(mnemo_store_set_times(s, ids.data(), t.data(), n));
+      ASSERT_OK(mnemo_store_set_importance(s, ids.data(), imp.data(), n));
+    }
+    Buf<float> q = random_rows(rng, nq, dim);
+    mnemo_search_options o = mnemo_search_options_default();
+    o.activation = 1;
+    o.w_relevance = 0.6f;
+    o.w_recency = 0.3f;
+    o.w_importance = 0.2f;
+    o.half_life = 3600.0;
+    o.now = now;
+    for (const uint32_t normalize : {0u, 1u}) {
+      o.normalize = normalize;
+      expect_same(st.one, st.many, q, nq, k, &o, normalize ? "normalized activation" : "activation");
+    }
+    o.touch = 1;
+    o.now = now + 50.0;
+    Buf<uint64_t> hi(nq * k);
+    Buf<float> hs(nq * k);
+    ASSERT_OK(mnemo_store_search(st.one, q.data(), nq, k, &o, hi.data(), hs.data()));
+    std::vector<uint64_t> di;
+    std::vector<float> ds;
+    ASSERT_OK(device_search(st.many, q.data(), nq, dim, k, &o, &di, &ds));
+    EXPECT_EQ(0, std::memcmp(di.data(), hi.data(), nq * k * 8));
+    EXPECT_EQ(0, std::memcmp(ds.data(), hs.data(), nq * k * 4));
+    Buf<double> t1(n), tn(n);
+    ASSERT_OK(mnemo_store_get_meta(st.one, ids.data(), n, t1.data(), nullptr, nullptr));
+    ASSERT_OK(mnemo_store_get_meta(st.many, ids.data(), n, tn.data(), nullptr, nullptr));
+    EXPECT_EQ(0, std::memcmp(t1.data(), tn.data(), n * 8));
+    uint64_t touched = 0;
+    for (uint64_t i = 0; i < n; ++i) touched += tn[i] == o.now;
+    EXPECT_GT(touched, 0u);
+  }
+}
+
+// Several host threads, each with its own stream and buffers, searching the
+// sharded store through device buffers at once (the gathers' streams and
+// buffers are leased per call): every answer the one-device one.
+TEST(GpuShardsDevice, ConcurrentCallers) {
+  REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
+  auto rng = mt::rng_for_test();
+  const uint64_t n = 20000, dim = 128, k = 10;
+  auto s1 = mt::make_store(dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, one.get());
+  auto sn = mt::make_store(dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, many.get());
+  Stores st{s1.get(), sn.get()};
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = 3 * i + 2;
+  Buf<float> v = random_rows(rng, n, dim);
+  st.add(ids, v.data());
+  const uint64_t sizes[] = {1, 5, 40};
+  std::vector<Buf<float>> qs;
+  std::vector<Buf<uint64_t>> want_ids;
+  std::vector<Buf<float>> want_scores;
+  for (const uint64_t nq : sizes) {
+    qs.push_back(random_rows(rng, nq, dim));
+    want_ids.emplace_back(nq * k);
+    want_scores.emplace_back(nq * k);
+    ASSERT_OK(mnemo_store_search(st.one, qs.back().data(), nq, k, nullptr, want_ids.back().data(),
+                                 want_scores.back().data()));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 12; ++round) {
+        const size_t c = static_cast<size_t>(t + round) % 3;
+        const uint64_t nq = sizes[c];
+        std::vector<uint64_t> di;
+        std::vector<float> ds;
+        if (device_search(st.many, qs[c].data(), nq, dim, k, nullptr, &di, &ds) != MNEMO_OK) ++bad;
+        if (std::memcmp(di.data(), want_ids[c].data(), nq * k * 8) != 0 ||
+            std::memcmp(ds.data(), want_scores[c].data(), nq * k * 4) != 0)
+          ++bad;
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+#endif  // MNEMO_TEST_HAVE_CUDART
 
 TEST(GpuShardsRuntime, DeviceListAndErrors) {
   std::string why;
