@@ -43,6 +43,10 @@ struct Placement {
   // device_status (device int32, or null) receives the verdict.
   bool check_on_device = false;
   int32_t* device_status = nullptr;
+  // A sharded search's part: ids, scores and device_status may be memory of
+  // a peer device this one may write (the gather's lists on the first
+  // device), so the last kernel writes them there and no copy follows.
+  bool peer_outputs = false;
 };
 
 struct SimilarityArgs {
@@ -161,10 +165,10 @@ class DeviceCopy {
   virtual const void* data() const = 0;
 };
 
-// One device-pointer search of a store sharded over several GPUs, with the
-// caller's queries and results on the first shard's device: each shard's
-// search reads and writes where part(i) says, on its own device and stream,
-// and merge() queues the merged lists into the caller's buffers.
+// One search of a store sharded over several GPUs whose lists are merged on
+// the first shard's device: each shard's search reads and writes where
+// part(i) says, on its own device and stream, and merge() puts the merged
+// lists into the caller's buffers.
 class ShardGather {
  public:
   struct Part {
@@ -178,7 +182,8 @@ class ShardGather {
   // Queued after every part's search, on the caller's stream: per query the
   // best k of all parts by topk_merge's rule, from lists as a search writes
   // them (sorted, padding last, ids unique across parts); device_status
-  // receives the first part's verdict that is not OK.
+  // receives the first part's verdict that is not OK. Host buffers: the
+  // results are in them when this returns.
   virtual void merge() = 0;
 };
 
@@ -211,10 +216,15 @@ class Backend {
   // A copy of `bytes` of host memory in this backend's memory, or null when
   // the backend reads host memory.
   virtual std::unique_ptr<DeviceCopy> copy_to_device(const void* /*src*/, uint64_t /*bytes*/) { return nullptr; }
-  // The streams and buffers of a device-pointer search over `shards` (this
-  // backend first, every one of this module), for the caller's buffers
-  // (place, queries [nq x dim], ids and scores [nq x k]) on this backend's
-  // device; null when the backend has no such path.
+  // The streams and buffers of a search over `shards` (this backend first,
+  // every one of this module) whose lists are merged on this backend's
+  // device, for the caller's buffers (place, queries [nq x dim], ids and
+  // scores [nq x k]): on this device (place.on_device), or host memory
+  // (uploaded first, the merged lists downloaded by merge(), which then
+  // waits). The queries' non-finite check, when place.validate asks for
+  // it, is the gather's (the parts come with validate off) or the parts'
+  // (check_on_device). Null when the backend has no such path, or for host
+  // buffers where it prefers each shard's own host search.
   virtual std::unique_ptr<ShardGather> gather_shards(const std::vector<Backend*>& /*shards*/,
                                                      const Placement& /*place*/, Metric /*metric*/,
                                                      const float* /*queries*/, uint64_t /*nq*/, uint64_t /*dim*/,

@@ -481,7 +481,7 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   if (place.on_device && a.mirror == nullptr)
     fail(Code::backend_unavailable, "device pointers need a store held by the GPU; this one is in host memory");
   a.place = place;
-  a.place.validate = rt_.validate();
+  a.place.validate = place.validate && rt_.validate();
   a.queries = queries;
   a.nq = nq;
   a.k = k;

@@ -174,13 +174,19 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
                                               &rt_.cpu() || home_ == &rt_.cpu();
   const uint64_t per = checked_mul(nq, k, "nq * k");
   checked_mul(per, n, "nq * k * shards");
+  // GPU shards: the backend may gather every shard's lists on the first
+  // device and merge them there (always for device buffers; host calls where
+  // it prefers that to a download and host merge per shard).
+  const bool gpu = on_home && home_ != &rt_.cpu();
   std::unique_ptr<ShardGather> gather;
-  if (place.on_device) {
+  if (gpu) {
     std::vector<Backend*> homes(n);
     for (size_t s = 0; s < n; ++s) homes[s] = shards_[s]->home_;
-    gather = homes[0]->gather_shards(homes, place, metric_, queries, nq, dim_, k, out_ids, out_scores);
-    if (!gather) fail(Code::unsupported, "device-pointer search of a store sharded over host memory");
+    Placement p = place;
+    p.validate = place.validate && rt_.validate();
+    gather = homes[0]->gather_shards(homes, p, metric_, queries, nq, dim_, k, out_ids, out_scores);
   }
+  if (place.on_device && !gather) fail(Code::unsupported, "device-pointer search of a store sharded over host memory");
   std::vector<uint64_t> ids(gather ? 0 : per * n);
   std::vector<float> scores(ids.size());
   // Shard s's search, on the caller's buffers (host) or its part of the
@@ -195,7 +201,6 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
   // GPU shards search concurrently, each thread waiting only for its own
   // device; CPU shards take turns on the caller's thread, each with the whole
   // OpenMP team (threads of their own would only compete for the cores).
-  const bool gpu = on_home && home_ != &rt_.cpu();
   RankOptions each = rank;
   std::vector<ActRanges> ranges;
   if (rank.act.on && rank.act.normalize) {

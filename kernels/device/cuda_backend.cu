@@ -56,7 +56,11 @@ std::unique_ptr<ShardGather> CudaBackend::gather_shards(const std::vector<Backen
     devices.push_back(c->device());
   }
   if (devices.empty() || devices[0] != device()) fail(Code::internal, "a gather led by another device");
-  return make_shard_gather(gathers_, devices, place, metric, queries, nq, dim, k, ids, scores);
+  // Host calls of few queries keep each shard's own search: its fused-scan
+  // call replays as a CUDA graph that writes pinned results, which a gather
+  // (an upload, peer copies, a merge, a download) would only add to.
+  if (!place.on_device && nq < kGemmMinQueries) return nullptr;
+  return make_shard_gather(gathers_, pool_, devices, place, metric, queries, nq, dim, k, ids, scores);
 }
 
 bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {

@@ -1,10 +1,12 @@
-// The device-pointer search of a store sharded over several GPUs: the
-// caller's queries copied to every shard's device, each shard searched on a
-// stream of its own device (ordered after the caller's earlier work), the
-// lists copied back to the caller's device (over NVLink where the devices
-// are peers) and merged there on the caller's stream. The call queues all of
-// it and returns: the caller waits once, on its stream, as for an
-// unsharded store.
+// Searches of a store sharded over several GPUs that merge on the first
+// device: the queries copied to every shard's device, each shard searched on
+// a stream of its own device (ordered after the caller's earlier work), the
+// lists copied back to the first device (over NVLink where the devices are
+// peers) and merged there. Device buffers: on the caller's stream, and the
+// call returns without waiting, as for an unsharded store. Host buffers
+// (batches): uploaded once to the first device and the merged lists
+// downloaded once, instead of an upload, a download and a host merge per
+// shard.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 
 #include "core/backend.h"
 #include "device/cuda_util.cuh"
+#include "device/exec_context.h"
 
 namespace mnemo::cuda {
 
@@ -28,11 +31,16 @@ struct GatherSet {
   GatherSet& operator=(const GatherSet&) = delete;
 
   std::vector<int> devices;           // shard i's device; [0] holds the caller's buffers
-  std::vector<cudaStream_t> streams;  // [i], i >= 1: shard i's searches and copies
+  std::vector<cudaStream_t> streams;  // [i]: shard i's searches and copies ([0]: host calls only)
   std::vector<cudaEvent_t> done;      // [i], i >= 1: shard i's lists are on device 0
-  // [0]: every shard's lists and statuses on device 0; [i], i >= 1: shard
-  // i's queries, lists and status on its device.
+  // [i], i >= 1: device i writes device 0's memory (peer access), so shard
+  // i's search writes its lists straight into [0]'s; else they are copied.
+  std::vector<char> writes_peer;
+  // [0]: every shard's lists and statuses on device 0 (and, for host calls,
+  // the queries and the merged lists); [i], i >= 1: shard i's queries,
+  // lists and status on its device.
   std::vector<DeviceBuffer> bufs;
+  PinnedBuffer staging;  // host calls: the queries up, the merged lists down
   cudaEvent_t ready = nullptr;  // device 0: the caller's work before the call
   cudaEvent_t last = nullptr;   // device 0: the last use of every buffer above
 };
@@ -51,9 +59,10 @@ class GatherPool {
   std::vector<std::unique_ptr<GatherSet>> free_;
 };
 
-// The gather of one call; devices[0] is the caller's device, where queries,
-// ids, scores and place.device_status must be.
-std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, const std::vector<int>& devices,
+// The gather of one call; devices[0] is the first shard's device, where
+// device queries, ids, scores and place.device_status must be. `checks`
+// (device 0's contexts) runs the device queries' non-finite check.
+std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices,
                                                const Placement& place, Metric metric, const float* queries,
                                                uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores);
 

@@ -477,9 +477,11 @@ void CudaBackend::search(const SearchArgs& a) {
                o_offsets = io.add(probe && !probe->device_offsets ? (ivf.nlist + 1) * 8ull : 0);
   if (dev) {
     need_device_memory(a.queries, "queries", cfg_.device_id);
-    need_device_memory(a.ids, "ids", cfg_.device_id);
-    need_device_memory(a.scores, "scores", cfg_.device_id);
-    if (a.place.device_status) need_device_memory(a.place.device_status, "opts->device_status", cfg_.device_id);
+    if (!a.place.peer_outputs) {
+      need_device_memory(a.ids, "ids", cfg_.device_id);
+      need_device_memory(a.scores, "scores", cfg_.device_id);
+      if (a.place.device_status) need_device_memory(a.place.device_status, "opts->device_status", cfg_.device_id);
+    }
     ctx->begin_on(st);
   }
   bool fast = cfg_.precision == Precision::fast;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "../support.h"
 
@@ -329,14 +330,15 @@ TEST(GpuShardsDevice, BadQueriesAndBuffers) {
 }
 
 // Activation (plain and min-max normalised, which takes two passes over
-// the shards) and touch through device buffers: the one-device results, and
-// with touch the same times afterwards.
+// the shards) and touch through host and device buffers: the one-device
+// results, and with touch the same times afterwards.
 TEST(GpuShardsDevice, ActivationAndTouch) {
   REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
   auto rng = mt::rng_for_test();
-  const uint64_t n = 5003, dim = 48, nq = 4, k = 12;
+  const uint64_t n = 5003, dim = 48, k = 12;
   const double now = 1.0e9;
-  for (const int32_t metric : {MNEMO_METRIC_DOT, MNEMO_METRIC_L2SQ}) {
+  // 4 queries: each shard's own host search; 20: host buffers gathered too.
+  for (const auto& [metric, nq] : {std::pair<int32_t, uint64_t>{MNEMO_METRIC_DOT, 4}, {MNEMO_METRIC_L2SQ, 20}}) {
     auto s1 = mt::make_store(dim, MNEMO_DTYPE_F32, metric, one.get());
     auto sn = mt::make_store(dim, MNEMO_DTYPE_F32, metric, many.get());
     Stores st{s1.get(), sn.get()};
