@@ -170,8 +170,9 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
   // One decision for all shards, from the whole store's size, as AUTO makes
   // it for an unsharded store; device pointers are searched where the shards
   // live, each shard's lists gathered on the caller's device.
-  const bool on_home = place.on_device || &rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1)) !=
-                                              &rt_.cpu() || home_ == &rt_.cpu();
+  const bool on_home = place.on_device ||
+                       &rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1)) != &rt_.cpu() ||
+                       home_ == &rt_.cpu();
   const uint64_t per = checked_mul(nq, k, "nq * k");
   checked_mul(per, n, "nq * k * shards");
   // GPU shards: the backend may gather every shard's lists on the first

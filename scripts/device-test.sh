@@ -293,10 +293,12 @@ run() {
   # the environment) and torch, then where a call's time goes.
   if [ "$part" = user ] || [ "$part" = all ]; then
     py_ext
-    step "user benchmark" 420 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
-      --out "$out/user_bench.jsonl"
-    step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
-      --profile --out "$out/user_profile.jsonl"
+    # MNEMO_USER_PART=single or batches: one half of the benchmark, no profile.
+    step "user benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
+      --out "$out/user_bench.jsonl" --part "${MNEMO_USER_PART:-all}"
+    [ -z "${MNEMO_USER_PART:-}" ] &&
+      step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
+        --profile --out "$out/user_profile.jsonl"
   fi
   # The inverted-file index against its exact scan and cuVS IVF-Flat (where
   # staged), 10M x 768 f16 clustered rows (bench/gpu/ivf_bench.py); not part

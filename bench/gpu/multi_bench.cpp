@@ -285,7 +285,8 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(r.rows), static_cast<unsigned long long>(r.nq), r.precision, r.ms,
                 r.base_ms, r.ms / r.base_ms, r.gbps);
   std::printf(
-      "(latency/weak: ratio = time over G GPUs / time on one, goal <= 1.15 / 1.1; _dev: device buffers; strong and add: speed-up = 1 / "
+      "(latency/weak: ratio = time over G GPUs / time on one, goal <= 1.15 / 1.1; _dev: device buffers; strong and "
+      "add: speed-up = 1 / "
       "ratio, goal >= 3.4 strong and 3 add on 4 GPUs, 1.85 strong on 2; add_one_gpu >= 12 GB/s; add_host_only: a "
       "CPU store, gpus 0)\n");
   return 0;

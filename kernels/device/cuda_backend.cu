@@ -47,8 +47,8 @@ std::unique_ptr<DeviceCopy> CudaBackend::copy_to_device(const void* src, uint64_
 }
 
 std::unique_ptr<ShardGather> CudaBackend::gather_shards(const std::vector<Backend*>& shards, const Placement& place,
-                                                        Metric metric, const float* queries, uint64_t nq,
-                                                        uint64_t dim, uint64_t k, uint64_t* ids, float* scores) {
+                                                        Metric metric, const float* queries, uint64_t nq, uint64_t dim,
+                                                        uint64_t k, uint64_t* ids, float* scores) {
   std::vector<int> devices;
   for (Backend* b : shards) {
     auto* c = dynamic_cast<CudaBackend*>(b);

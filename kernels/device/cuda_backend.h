@@ -51,9 +51,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DeviceCopy> copy_to_device(const void* src, uint64_t bytes) override;
   // Device-pointer searches of a store sharded over this device (first) and
   // other devices of this module (shard_gather.h).
-  std::unique_ptr<ShardGather> gather_shards(const std::vector<Backend*>& shards, const Placement& place,
-                                             Metric metric, const float* queries, uint64_t nq, uint64_t dim,
-                                             uint64_t k, uint64_t* ids, float* scores) override;
+  std::unique_ptr<ShardGather> gather_shards(const std::vector<Backend*>& shards, const Placement& place, Metric metric,
+                                             const float* queries, uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids,
+                                             float* scores) override;
 
   int sm_count() const { return sm_count_; }
   int device() const { return cfg_.device_id; }

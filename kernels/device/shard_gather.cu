@@ -1,14 +1,13 @@
-#include "device/shard_gather.h"
-
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "core/checked.h"
 #include "device/device_args.h"
+#include "device/shard_gather.h"
 #include "select/part_merge.h"
 
 namespace mnemo::cuda {
@@ -47,10 +46,16 @@ bool enable_peers(int a, int b) {
 class DeviceGather final : public ShardGather {
  public:
   DeviceGather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices, const Placement& place,
-               Metric metric, const float* queries, uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids,
-               float* scores)
-      : pool_(pool), place_(place), host_(!place.on_device), lower_(metric == Metric::l2sq), queries_(queries),
-        nq_(nq), k_(k), ids_(ids), scores_(scores) {
+               Metric metric, const float* queries, uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores)
+      : pool_(pool),
+        place_(place),
+        host_(!place.on_device),
+        lower_(metric == Metric::l2sq),
+        queries_(queries),
+        nq_(nq),
+        k_(k),
+        ids_(ids),
+        scores_(scores) {
     const int d0 = devices[0];
     const size_t n = devices.size();
     if (n < 2 || n > kMergeMaxParts) fail(Code::internal, "a gather over " + std::to_string(n) + " devices");
@@ -173,8 +178,7 @@ class DeviceGather final : public ShardGather {
         MNEMO_CUDA_CHECK(cudaMemcpyAsync(ids + i * per, p.ids, per * 8, cudaMemcpyDefault, g.streams[i]));
         MNEMO_CUDA_CHECK(cudaMemcpyAsync(scores + i * per, p.scores, per * 4, cudaMemcpyDefault, g.streams[i]));
         if (p.place.device_status)
-          MNEMO_CUDA_CHECK(
-              cudaMemcpyAsync(statuses() + i, p.place.device_status, 4, cudaMemcpyDefault, g.streams[i]));
+          MNEMO_CUDA_CHECK(cudaMemcpyAsync(statuses() + i, p.place.device_status, 4, cudaMemcpyDefault, g.streams[i]));
       }
       MNEMO_CUDA_CHECK(cudaEventRecord(g.done[i], g.streams[i]));
     }
@@ -222,14 +226,14 @@ class DeviceGather final : public ShardGather {
   GatherPool& pool_;
   std::unique_ptr<GatherSet> set_;
   Placement place_;
-  bool host_;   // host buffers: uploaded, merged, downloaded
-  bool lower_;  // L2: the smaller score first
+  bool host_;             // host buffers: uploaded, merged, downloaded
+  bool lower_;            // L2: the smaller score first
   const float* queries_;  // on device 0 (for host calls, the uploaded copy)
   uint64_t nq_, k_;
   uint64_t* ids_;
   float* scores_;
-  cudaStream_t stream_ = nullptr;  // the caller's, or the set's own for host calls
-  bool parts_validate_ = false;    // each shard checks its queries (check_on_device)
+  cudaStream_t stream_ = nullptr;                        // the caller's, or the set's own for host calls
+  bool parts_validate_ = false;                          // each shard checks its queries (check_on_device)
   size_t q_bytes_ = 0, id_bytes_ = 0, score_bytes_ = 0;  // a shard's regions on its device
   size_t all_ids_ = 0, all_scores_ = 0;                  // every shard's lists on device 0
   bool merged_ = false;
@@ -302,8 +306,8 @@ void GatherPool::give_back(std::unique_ptr<GatherSet> s) {
 }
 
 std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices,
-                                               const Placement& place, Metric metric, const float* queries,
-                                               uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores) {
+                                               const Placement& place, Metric metric, const float* queries, uint64_t nq,
+                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores) {
   return std::make_unique<DeviceGather>(pool, checks, devices, place, metric, queries, nq, dim, k, ids, scores);
 }
 

@@ -40,7 +40,7 @@ struct GatherSet {
   // the queries and the merged lists); [i], i >= 1: shard i's queries,
   // lists and status on its device.
   std::vector<DeviceBuffer> bufs;
-  PinnedBuffer staging;  // host calls: the queries up, the merged lists down
+  PinnedBuffer staging;         // host calls: the queries up, the merged lists down
   cudaEvent_t ready = nullptr;  // device 0: the caller's work before the call
   cudaEvent_t last = nullptr;   // device 0: the last use of every buffer above
 };
@@ -63,7 +63,7 @@ class GatherPool {
 // device queries, ids, scores and place.device_status must be. `checks`
 // (device 0's contexts) runs the device queries' non-finite check.
 std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices,
-                                               const Placement& place, Metric metric, const float* queries,
-                                               uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores);
+                                               const Placement& place, Metric metric, const float* queries, uint64_t nq,
+                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores);
 
 }  // namespace mnemo::cuda

@@ -56,10 +56,10 @@ __device__ uint64_t filled(const uint64_t* ids, const float* scores, uint64_t k)
 
 // One thread per input entry (query q, part p, place j). Thread (q, 0, j)
 // also pads output place j when the parts hold fewer than j + 1 entries.
-__global__ void merge_parts_kernel(const uint64_t* __restrict__ ids, const float* __restrict__ scores,
-                                   uint32_t parts, uint64_t nq, uint64_t k, bool lower_better,
-                                   uint64_t* __restrict__ out_ids, float* __restrict__ out_scores,
-                                   const int32_t* __restrict__ statuses, int32_t* __restrict__ device_status) {
+__global__ void merge_parts_kernel(const uint64_t* __restrict__ ids, const float* __restrict__ scores, uint32_t parts,
+                                   uint64_t nq, uint64_t k, bool lower_better, uint64_t* __restrict__ out_ids,
+                                   float* __restrict__ out_scores, const int32_t* __restrict__ statuses,
+                                   int32_t* __restrict__ device_status) {
   const uint64_t per_q = parts * k, total = nq * per_q;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -114,8 +114,8 @@ void launch_merge_parts(const uint64_t* ids, const float* scores, uint32_t parts
   const uint64_t total = nq * parts * k;
   if (total == 0 && !device_status) return;
   const uint64_t blocks = std::min<uint64_t>(std::max<uint64_t>((total + kThreads - 1) / kThreads, 1), 1u << 20);
-  merge_parts_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-      ids, scores, parts, nq, k, lower_better, out_ids, out_scores, statuses, device_status);
+  merge_parts_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(ids, scores, parts, nq, k, lower_better,
+                                                                         out_ids, out_scores, statuses, device_status);
   MNEMO_CUDA_LAUNCHED("merge_parts_kernel");
 }
 

@@ -255,6 +255,24 @@ TEST(GpuShardsConcurrent, SearchesWhileWritesLand) {
 
 #ifdef MNEMO_TEST_HAVE_CUDART
 
+// A store on one GPU and one over all of them holding the same n random
+// rows, ids a * i + b.
+struct Filled {
+  mt::StorePtr s1, sn;
+  std::vector<uint64_t> ids;
+  Stores st() const { return {s1.get(), sn.get()}; }
+};
+
+void fill(Filled* f, mnemo_runtime* one, mnemo_runtime* many, std::mt19937_64& rng, uint64_t n, uint64_t dim,
+          int32_t dtype, int32_t metric, uint64_t a, uint64_t b) {
+  f->s1 = mt::make_store(dim, dtype, metric, one);
+  f->sn = mt::make_store(dim, dtype, metric, many);
+  f->ids.resize(n);
+  for (uint64_t i = 0; i < n; ++i) f->ids[i] = a * i + b;
+  Buf<float> v = random_rows(rng, n, dim);
+  f->st().add(f->ids, v.data());
+}
+
 // Bad input to a device-pointer search of a sharded store: a non-finite
 // query checked inside the search (its row padding, the status saying so,
 // the other rows standing) or before it (refused, nothing written); buffers
@@ -263,13 +281,9 @@ TEST(GpuShardsDevice, BadQueriesAndBuffers) {
   REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
   auto rng = mt::rng_for_test();
   const uint64_t n = 3001, dim = 40, nq = 3, k = 9;
-  auto s1 = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, one.get());
-  auto sn = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, many.get());
-  Stores st{s1.get(), sn.get()};
-  std::vector<uint64_t> ids(n);
-  for (uint64_t i = 0; i < n; ++i) ids[i] = 5 * i + 1;
-  Buf<float> v = random_rows(rng, n, dim);
-  st.add(ids, v.data());
+  Filled f;
+  fill(&f, one.get(), many.get(), rng, n, dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, 5, 1);
+  const Stores st = f.st();
   Buf<float> q = random_rows(rng, nq, dim);
   Buf<uint64_t> hi(nq * k);
   Buf<float> hs(nq * k);
@@ -322,9 +336,9 @@ TEST(GpuShardsDevice, BadQueriesAndBuffers) {
   EXPECT_EQ(dsc.bytes(), std::vector<unsigned char>(nq * k * 4, 0xAB));
   const auto before_ids = hi.snapshot();
   const auto before_scores = hs.snapshot();
-  EXPECT_TRUE(mt::failed_with(
-      mnemo_store_search_device(st.many, q.data(), nq, k, nullptr, hi.data(), hs.data(), nullptr),
-      MNEMO_E_INVALID_ARGUMENT));
+  EXPECT_TRUE(
+      mt::failed_with(mnemo_store_search_device(st.many, q.data(), nq, k, nullptr, hi.data(), hs.data(), nullptr),
+                      MNEMO_E_INVALID_ARGUMENT));
   EXPECT_TRUE(hi.same_as(before_ids));
   EXPECT_TRUE(hs.same_as(before_scores));
 }
@@ -339,13 +353,10 @@ TEST(GpuShardsDevice, ActivationAndTouch) {
   const double now = 1.0e9;
   // 4 queries: each shard's own host search; 20: host buffers gathered too.
   for (const auto& [metric, nq] : {std::pair<int32_t, uint64_t>{MNEMO_METRIC_DOT, 4}, {MNEMO_METRIC_L2SQ, 20}}) {
-    auto s1 = mt::make_store(dim, MNEMO_DTYPE_F32, metric, one.get());
-    auto sn = mt::make_store(dim, MNEMO_DTYPE_F32, metric, many.get());
-    Stores st{s1.get(), sn.get()};
-    std::vector<uint64_t> ids(n);
-    for (uint64_t i = 0; i < n; ++i) ids[i] = 11 * i + 4;
-    Buf<float> v = random_rows(rng, n, dim);
-    st.add(ids, v.data());
+    Filled f;
+    fill(&f, one.get(), many.get(), rng, n, dim, MNEMO_DTYPE_F32, metric, 11, 4);
+    const Stores st = f.st();
+    const std::vector<uint64_t>& ids = f.ids;
     Buf<double> t(n);
     Buf<float> imp(n);
     for (uint64_t i = 0; i < n; ++i) {
@@ -395,13 +406,9 @@ TEST(GpuShardsDevice, ConcurrentCallers) {
   REQUIRE_GPUS(MNEMO_PRECISION_EXACT, 0);
   auto rng = mt::rng_for_test();
   const uint64_t n = 20000, dim = 128, k = 10;
-  auto s1 = mt::make_store(dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, one.get());
-  auto sn = mt::make_store(dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, many.get());
-  Stores st{s1.get(), sn.get()};
-  std::vector<uint64_t> ids(n);
-  for (uint64_t i = 0; i < n; ++i) ids[i] = 3 * i + 2;
-  Buf<float> v = random_rows(rng, n, dim);
-  st.add(ids, v.data());
+  Filled f;
+  fill(&f, one.get(), many.get(), rng, n, dim, MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, 3, 2);
+  const Stores st = f.st();
   const uint64_t sizes[] = {1, 5, 40};
   std::vector<Buf<float>> qs;
   std::vector<Buf<uint64_t>> want_ids;
