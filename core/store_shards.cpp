@@ -174,7 +174,7 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
                        &rt_.pick(Op::search, slots * row_bytes_ * std::max<uint64_t>(nq, 1)) != &rt_.cpu() ||
                        home_ == &rt_.cpu();
   const uint64_t per = checked_mul(nq, k, "nq * k");
-  checked_mul(per, n, "nq * k * shards");
+  const uint64_t lists = checked_mul(per, n, "nq * k * shards");
   // GPU shards: the backend may gather every shard's lists on the first
   // device and merge them there (always for device buffers; host calls where
   // it prefers that to a download and host merge per shard).
@@ -188,7 +188,7 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
     gather = homes[0]->gather_shards(homes, p, metric_, queries, nq, dim_, k, out_ids, out_scores);
   }
   if (place.on_device && !gather) fail(Code::unsupported, "device-pointer search of a store sharded over host memory");
-  std::vector<uint64_t> ids(gather ? 0 : per * n);
+  std::vector<uint64_t> ids(gather ? 0 : lists);
   std::vector<float> scores(ids.size());
   // Shard s's search, on the caller's buffers (host) or its part of the
   // gather (device).

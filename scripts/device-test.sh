@@ -207,12 +207,12 @@ run() {
     --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n20011_q100*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n100003_q17*:*n70001_q1_*:*n5003_q1_k300*:*n4099_q3_k400*:*n300_q1_k300*:GpuSimilarity.FastBf16*:*F32_*_d100_n6001_q70_k10_fast:*F32_Cosine_d128_n12007_q150_k10_fast:*F32_Dot_d24_n30_q16_k30_fast:*F32_Dot_d768_n12345_q16_k16_fast:*F32_L2sq_d136_n3001_q40_k10_fast:*F16_Cosine_d200_n30011_q130_k16_fast:*BF16_Cosine_d384_n9000_q250_k5_fast-GpuActivationCases.QueryChunksOfASmallWorkspace"
   bg_step "racecheck (subset)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
     --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*:*F32_*_d100_n6001_q70_k10_fast:*F32_Cosine_d128_n12007_q150_k10_fast:*F32_Dot_d24_n30_q16_k30_fast:*F32_Dot_d768_n12345_q16_k16_fast:*F32_L2sq_d136_n3001_q40_k10_fast:*F16_Cosine_d200_n30011_q130_k16_fast:*BF16_Cosine_d384_n9000_q250_k5_fast"
-  # The activation kernels on their own, plain and normalised apart: racecheck
-  # of their sweeps takes minutes.
   # The GPU merge of sharded results, called directly.
   bg_step "memcheck + racecheck (part merge)" 300 bash -c 'compute-sanitizer --tool memcheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1 && compute-sanitizer --tool racecheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1'
+  # The activation kernels on their own, plain and normalised apart: racecheck
+  # of their sweeps takes minutes.
   bg_step "racecheck (activation, plain)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuActivation.SmallStores/F32_Cosine_plain:GpuActivationCases.DeviceEntryPointMatchesHostCall"
@@ -296,9 +296,10 @@ run() {
     # MNEMO_USER_PART=single or batches: one half of the benchmark, no profile.
     step "user benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
       --out "$out/user_bench.jsonl" --part "${MNEMO_USER_PART:-all}"
-    [ -z "${MNEMO_USER_PART:-}" ] &&
+    if [ -z "${MNEMO_USER_PART:-}" ]; then
       step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
         --profile --out "$out/user_profile.jsonl"
+    fi
   fi
   # The inverted-file index against its exact scan and cuVS IVF-Flat (where
   # staged), 10M x 768 f16 clustered rows (bench/gpu/ivf_bench.py); not part

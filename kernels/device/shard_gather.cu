@@ -262,12 +262,15 @@ GatherSet::GatherSet(const std::vector<int>& devs) : devices(devs) {
     MNEMO_CUDA_CHECK(cudaEventCreateWithFlags(&last, cudaEventDisableTiming));
     MNEMO_CUDA_CHECK(cudaEventRecord(last, nullptr));  // nothing to wait for yet
   } catch (...) {
-    this->~GatherSet();
+    // The members are destroyed after this; the CUDA handles are not theirs.
+    release();
     throw;
   }
 }
 
-GatherSet::~GatherSet() {
+GatherSet::~GatherSet() { release(); }
+
+void GatherSet::release() {
   // The calling thread keeps its current device.
   int current = 0;
   const bool restore = cudaGetDevice(&current) == cudaSuccess;

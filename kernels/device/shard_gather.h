@@ -1,8 +1,9 @@
 // Searches of a store sharded over several GPUs that merge on the first
 // device: the queries copied to every shard's device, each shard searched on
-// a stream of its own device (ordered after the caller's earlier work), the
-// lists copied back to the first device (over NVLink where the devices are
-// peers) and merged there. Device buffers: on the caller's stream, and the
+// a stream of its own device (ordered after the caller's earlier work), its
+// list written into the first device's memory (peer access, over NVLink
+// where there is one; copied back where the devices are not peers) and
+// merged there. Device buffers: on the caller's stream, and the
 // call returns without waiting, as for an unsharded store. Host buffers
 // (batches): uploaded once to the first device and the merged lists
 // downloaded once, instead of an upload, a download and a host merge per
@@ -29,6 +30,9 @@ struct GatherSet {
   ~GatherSet();
   GatherSet(const GatherSet&) = delete;
   GatherSet& operator=(const GatherSet&) = delete;
+  // Destroys the streams and events and frees the buffers (each on its own
+  // device); a constructor that fails part way calls it too.
+  void release();
 
   std::vector<int> devices;           // shard i's device; [0] holds the caller's buffers
   std::vector<cudaStream_t> streams;  // [i]: shard i's searches and copies ([0]: host calls only)
