@@ -18,6 +18,11 @@ in the same precision: TF32 products for f32 rows, f16 for f16 rows, in
 chunks of 1000 queries so its score matrix fits; queries as torch tensors):
   100q x 1M x 768 f32 k=10, 10000q x 1M x 128 f16 and f32 k=10
 --part single / batches runs one half (default: both).
+Sharded stores (--part sharded, two or more GPUs; EXACT, queries a torch
+tensor on the first GPU; torch with one shard a GPU, the query copied to each
+and the per-GPU top lists merged on the first):
+  1q x (1M a GPU) x 768 f32 k=10 over every GPU against one GPU's 1M
+  1000q x 2M x 768 f32 k=10 over every GPU against one GPU
 A peer that is missing or fails gets its reason in the row. JSON lines go to
 --out; the table of issue 30's targets, met or missed, is printed last.
 
@@ -224,6 +229,65 @@ class Bench:
         self.batch(10_000, 1_000_000, 128, torch.float16, 10, "10000q x 1M x 128 f16 k=10")
         self.batch(10_000, 1_000_000, 128, torch.float32, 10, "10000q x 1M x 128 f32 k=10")
 
+    def sharded(self) -> None:
+        """A store sharded over every GPU, searched with a torch tensor on the
+        first, against the same call on one GPU and torch with a shard a GPU."""
+        torch, mnemo = self.torch, self.mnemo
+        gpus = torch.cuda.device_count()
+        if gpus < 2:
+            self.emit("sharded", "mnemo", None, f"needs 2 or more GPUs, this machine has {gpus}")
+            return
+        rts = {1: mnemo.Runtime(backend="cuda", validate=self.args.validate),
+               gpus: mnemo.Runtime(backend="cuda", validate=self.args.validate, devices="all")}
+        for label, per_gpu, nq in ((f"1q x {gpus}M x 768 over {gpus} GPUs", 1_000_000, 1),
+                                   (f"1000q x 2M x 768 over {gpus} GPUs", 2_000_000 // gpus, 1000)):
+            x = unit_rows(torch, per_gpu * gpus, torch.float32)
+            q = unit_rows(torch, nq, torch.float32, seed=7)
+            times = {}
+            for g in (1, gpus):
+                # One GPU holds one GPU's share for the latency row (the
+                # goal's baseline), the whole store for the strong row.
+                rows = x[:per_gpu] if (nq == 1 and g == 1) else x
+                store = mnemo_store(mnemo, rts[g], torch, rows)
+                got, _ = store.search(q, 10)
+                want = torch.topk(q[:8] @ rows.T, 10, dim=1).indices
+                self.sync()
+                got = got.reshape(nq, 10)
+                agree = sum(len(set(got[i].tolist()) & set(want[i].tolist())) for i in range(min(nq, 8)))
+                agree /= 10 * min(nq, 8)
+                times[g] = self.time(lambda: store.search(q, 10))
+                self.emit(label, f"mnemo Store.search(torch), {g} GPU{'s' if g > 1 else ''}", times[g],
+                          f"{rows.shape[0]} rows; top-10 overlap with torch f32 {agree:.2f}")
+                store.close()
+            self.emit(label, f"mnemo ratio {gpus} GPUs / 1 GPU", times[gpus] / times[1],
+                      "goal <= 1.15" if nq == 1 else f"speed-up {times[1] / times[gpus]:.2f}x, goal >= "
+                      + ("3.4x" if gpus >= 4 else "1.85x"))
+            # torch: a shard a GPU, the query sent to each, the lists merged.
+            shards = [x[i * per_gpu:(i + 1) * per_gpu].to(f"cuda:{i}") for i in range(gpus)]
+
+            def torch_sharded() -> Any:
+                parts = []
+                for i, xs in enumerate(shards):
+                    qi = q.to(f"cuda:{i}", non_blocking=True)
+                    v, ix = torch.topk(qi @ xs.T, 10, dim=1)
+                    parts.append((v.to("cuda:0", non_blocking=True), (ix + i * per_gpu).to("cuda:0",
+                                                                                          non_blocking=True)))
+                v = torch.cat([p[0] for p in parts], dim=1)
+                ix = torch.cat([p[1] for p in parts], dim=1)
+                top = torch.topk(v, 10, dim=1)
+                return torch.gather(ix, 1, top.indices), top.values
+
+            def sync_all() -> None:
+                for i in range(gpus):
+                    torch.cuda.synchronize(i)
+            try:
+                ms = wall_ms(torch_sharded, sync_all, self.reps)
+                self.emit(label, "torch matmul+topk, a shard a GPU", ms)
+            except Exception as exc:
+                self.emit(label, "torch matmul+topk, a shard a GPU", None, f"failed: {exc}")
+            del shards, x, q
+            torch.cuda.empty_cache()
+
     def numpy_row(self) -> None:
         torch, mnemo = self.torch, self.mnemo
         label = "numpy 1q x 10k x 768 f32 k=10"
@@ -252,6 +316,9 @@ class Bench:
 
     def run(self) -> None:
         torch = self.torch
+        if self.args.part == "sharded":
+            self.sharded()
+            return
         if self.args.part != "single" and not self.args.quick:
             self.batches()
         if self.args.part == "batches":
@@ -377,8 +444,8 @@ def main() -> int:
     ap.add_argument("--out", default="user_bench.jsonl")
     ap.add_argument("--quick", action="store_true", help="stores up to 100k rows only, fewer repeats")
     ap.add_argument("--profile", action="store_true", help="where a call's time goes, then exit")
-    ap.add_argument("--part", default="all", choices=("all", "single", "batches"),
-                    help="single queries, batches, or both (default)")
+    ap.add_argument("--part", default="all", choices=("all", "single", "batches", "sharded"),
+                    help="single queries, batches, or both (default); sharded: a store over every GPU")
     ap.add_argument("--validate", type=int, default=1, choices=(0, 1),
                     help="the runtime's NaN/Inf check of inputs (default 1, the library's default)")
     args = ap.parse_args()

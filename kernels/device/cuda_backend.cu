@@ -60,7 +60,8 @@ std::unique_ptr<ShardGather> CudaBackend::gather_shards(const std::vector<Backen
   // call replays as a CUDA graph that writes pinned results, which a gather
   // (an upload, peer copies, a merge, a download) would only add to.
   if (!place.on_device && nq < kGemmMinQueries) return nullptr;
-  return make_shard_gather(gathers_, pool_, devices, place, metric, queries, nq, dim, k, ids, scores);
+  return make_shard_gather(gathers_, pool_, devices, place, metric, queries, nq, dim, k, ids, scores,
+                           static_cast<int>(cfg_.num_threads));
 }
 
 bool fast_queries_fit(DType storage, const float* queries, uint64_t nq, uint64_t dim) {

@@ -8,7 +8,9 @@
 namespace mnemo::cuda {
 
 // Copies `rows` rows of `row_bytes` from src to dst (both dense) with up to
-// `threads` threads.
-void copy_rows(void* dst, const void* src, size_t rows, size_t row_bytes, int threads);
+// `threads` threads, one for every `per_thread` bytes.
+constexpr size_t kCopyBytesPerThread = size_t{4} << 20;
+void copy_rows(void* dst, const void* src, size_t rows, size_t row_bytes, int threads,
+               size_t per_thread = kCopyBytesPerThread);
 
 }  // namespace mnemo::cuda

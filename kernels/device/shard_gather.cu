@@ -7,6 +7,7 @@
 
 #include "core/checked.h"
 #include "device/device_args.h"
+#include "device/host_copy.h"
 #include "device/shard_gather.h"
 #include "select/part_merge.h"
 
@@ -15,6 +16,9 @@ namespace mnemo::cuda {
 namespace {
 
 constexpr size_t kAlign = 256;
+// A host batch's queries are copied to staging by a thread per 512 KB: one
+// thread's copy of 3 MB (1000 queries of 768) takes longer than its upload.
+constexpr size_t kQueryBytesPerThread = size_t{512} << 10;
 size_t up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Copies between the devices go straight over NVLink or PCIe once each side
@@ -46,7 +50,8 @@ bool enable_peers(int a, int b) {
 class DeviceGather final : public ShardGather {
  public:
   DeviceGather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices, const Placement& place,
-               Metric metric, const float* queries, uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores)
+               Metric metric, const float* queries, uint64_t nq, uint64_t dim, uint64_t k, uint64_t* ids, float* scores,
+               int threads)
       : pool_(pool),
         place_(place),
         host_(!place.on_device),
@@ -97,15 +102,21 @@ class DeviceGather final : public ShardGather {
     for (size_t i = 1; i < n; ++i) grow = grow || g.bufs[i].size() < lane;
     if (grow) MNEMO_CUDA_CHECK(cudaEventSynchronize(g.last));
     g.bufs[0].reserve(all);
+    // Host queries go up from pinned staging to every device at once (each
+    // over its own link), filled by several threads; device queries are
+    // copied from device 0 over the peer path.
     const float* src = queries;
+    MNEMO_CUDA_CHECK(cudaEventRecord(g.ready, stream_));
     if (host_) {
+      // A failed call's uploads may still read the staging.
+      MNEMO_CUDA_CHECK(cudaEventSynchronize(g.last));
       g.staging.reserve(q_raw + per * 12);
-      std::memcpy(g.staging.get(), queries, q_raw);
+      copy_rows(g.staging.get(), queries, 1, q_raw, threads, kQueryBytesPerThread);
       float* dq = reinterpret_cast<float*>(g.bufs[0].get<unsigned char>() + all_ids_ + all_scores_ + kAlign);
       MNEMO_CUDA_CHECK(cudaMemcpyAsync(dq, g.staging.get(), q_raw, cudaMemcpyHostToDevice, stream_));
-      src = queries_ = dq;
+      src = g.staging.get<const float>();
+      queries_ = dq;
     }
-    MNEMO_CUDA_CHECK(cudaEventRecord(g.ready, stream_));
     for (size_t i = 1; i < n; ++i) {
       MNEMO_CUDA_CHECK(cudaSetDevice(g.devices[i]));
       g.bufs[i].reserve(lane);
@@ -310,8 +321,9 @@ void GatherPool::give_back(std::unique_ptr<GatherSet> s) {
 
 std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices,
                                                const Placement& place, Metric metric, const float* queries, uint64_t nq,
-                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores) {
-  return std::make_unique<DeviceGather>(pool, checks, devices, place, metric, queries, nq, dim, k, ids, scores);
+                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores, int threads) {
+  return std::make_unique<DeviceGather>(pool, checks, devices, place, metric, queries, nq, dim, k, ids, scores,
+                                        threads);
 }
 
 }  // namespace mnemo::cuda

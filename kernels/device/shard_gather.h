@@ -5,7 +5,8 @@
 // where there is one; copied back where the devices are not peers) and
 // merged there. Device buffers: on the caller's stream, and the
 // call returns without waiting, as for an unsharded store. Host buffers
-// (batches): uploaded once to the first device and the merged lists
+// (batches): copied once into pinned staging (over several threads), from
+// which every device uploads its copy at once, and the merged lists
 // downloaded once, instead of an upload, a download and a host merge per
 // shard.
 #pragma once
@@ -65,9 +66,10 @@ class GatherPool {
 
 // The gather of one call; devices[0] is the first shard's device, where
 // device queries, ids, scores and place.device_status must be. `checks`
-// (device 0's contexts) runs the device queries' non-finite check.
+// (device 0's contexts) runs the device queries' non-finite check; up to
+// `threads` host threads copy host queries to pinned staging.
 std::unique_ptr<ShardGather> make_shard_gather(GatherPool& pool, ContextPool& checks, const std::vector<int>& devices,
                                                const Placement& place, Metric metric, const float* queries, uint64_t nq,
-                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores);
+                                               uint64_t dim, uint64_t k, uint64_t* ids, float* scores, int threads);
 
 }  // namespace mnemo::cuda

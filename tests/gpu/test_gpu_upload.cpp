@@ -1,10 +1,11 @@
 // Large writes reach the device through pinned staging in chunks (two
-// buffers in turn, kernels/device/device_store.cu): every row of an add that
-// spans several chunks, and of an upsert of a span in the middle, must land
-// in its own slot. Each sampled row, used as a query, must find itself first
-// with a cosine of 1 (rows at the chunk boundaries, the last partial chunk and
-// random ones), on f32 rows whose length is padded on the device (dim 197),
-// f16 and bf16. Skips, saying why, where no CUDA backend can be created.
+// buffers in turn, kernels/device/device_store.cu): every row of two adds
+// that span several chunks, and of an upsert of a span in the middle, must
+// land in its own slot. Each sampled row, used as a query, must find itself
+// first with a cosine of 1 (rows at the chunk boundaries, the last partial
+// chunk and random ones), on f32 rows whose length is padded on the device
+// (dim 197), f16 and bf16. Skips, saying why, where no CUDA backend can be
+// created.
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -67,8 +68,17 @@ TEST_P(GpuUpload, StagedRowsLandInTheirSlots) {
   }
   Buf<float> v(c.n * c.dim);
   for (size_t i = 0; i < v.size(); ++i) v[i] = mt::rand_nonzero(rng);
-  ASSERT_OK(mnemo_store_add(st.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, c.n));
-  expect_found(st.get(), v, ids, c.dim, sample_rows(rng, c, 0, c.n), "add");
+  // Two adds of new ids: the second's chunks start past the slots the first
+  // filled.
+  const uint64_t part = c.n / 3;
+  Buf<uint64_t> tail_ids(c.n - part);
+  Buf<float> tail_rows((c.n - part) * c.dim);
+  std::memcpy(tail_ids.data(), &ids[part], tail_ids.size() * 8);
+  std::memcpy(tail_rows.data(), &v[part * c.dim], tail_rows.size() * 4);
+  ASSERT_OK(mnemo_store_add(st.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, part));
+  expect_found(st.get(), v, ids, c.dim, sample_rows(rng, c, 0, part), "first add");
+  ASSERT_OK(mnemo_store_add(st.get(), tail_ids.data(), tail_rows.data(), MNEMO_DTYPE_F32, c.n - part));
+  expect_found(st.get(), v, ids, c.dim, sample_rows(rng, c, 0, c.n), "second add");
   // An upsert of a span past the staging size, in the middle of the store.
   const uint64_t lo = c.n / 5, hi = c.n * 4 / 5;
   for (size_t i = lo * c.dim; i < hi * c.dim; ++i) v[i] = mt::rand_nonzero(rng);
