@@ -52,8 +52,13 @@ void ShardWorkers::loop(size_t i) {
     }
     if (g == seen) {
       std::unique_lock<std::mutex> l(mu_);
-      cv_->wait(l, [&] { return stop_.load() || gen_.load(std::memory_order_acquire) != seen; });
+      const uint64_t nudged = nudges_.load();
+      sleeping_.fetch_add(1);
+      cv_->wait(
+          l, [&] { return stop_.load() || gen_.load(std::memory_order_acquire) != seen || nudges_.load() != nudged; });
+      sleeping_.fetch_sub(1);
       g = gen_.load(std::memory_order_acquire);
+      if (g == seen && !stop_.load()) continue;  // nudged: watch for the call
     }
     if (stop_.load()) return;
     seen = g;
@@ -66,6 +71,16 @@ void ShardWorkers::loop(size_t i) {
     }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
+}
+
+void ShardWorkers::nudge() {
+  // Not in a forked child (its condition variable is the parent's copy).
+  if (sleeping_.load() == 0 || static_cast<long>(::getpid()) != owner_pid_) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    nudges_.fetch_add(1);
+  }
+  cv_->notify_all();
 }
 
 bool ShardWorkers::try_run(const std::vector<char>& busy, const std::function<void(size_t)>& fn,

@@ -31,6 +31,10 @@ class ShardWorkers {
   // run nothing, while another call holds the workers.
   bool try_run(const std::vector<char>& busy, const std::function<void(size_t)>& fn,
                std::vector<std::exception_ptr>& errs);
+  // Wakes sleeping workers to watch for a call that is about to come, so
+  // their wake-up overlaps the caller's work before it (a device search's
+  // query check and set-up) instead of following it.
+  void nudge();
 
  private:
   void loop(size_t i);
@@ -42,8 +46,10 @@ class ShardWorkers {
   const std::function<void(size_t)>* fn_ = nullptr;
   const std::vector<char>* busy_ = nullptr;
   std::vector<std::exception_ptr>* errs_ = nullptr;
-  std::atomic<uint64_t> gen_{0};    // one more per call
-  std::atomic<size_t> pending_{0};  // workers yet to finish the call
+  std::atomic<uint64_t> gen_{0};     // one more per call
+  std::atomic<uint64_t> nudges_{0};  // one more per nudge that woke sleepers
+  std::atomic<int> sleeping_{0};     // workers waiting on cv_
+  std::atomic<size_t> pending_{0};   // workers yet to finish the call
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;  // threads_[i - 1] serves shard i
   long owner_pid_ = 0;                // the process the threads run in

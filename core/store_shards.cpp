@@ -179,6 +179,8 @@ void Store::sharded_search(const float* queries, uint64_t nq, uint64_t k, const 
   // device and merge them there (always for device buffers; host calls where
   // it prefers that to a download and host merge per shard).
   const bool gpu = on_home && home_ != &rt_.cpu();
+  // The shard threads wake while the gather is set up.
+  if (gpu && workers_) workers_->nudge();
   std::unique_ptr<ShardGather> gather;
   if (gpu) {
     std::vector<Backend*> homes(n);

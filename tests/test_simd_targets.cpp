@@ -290,7 +290,8 @@ TEST_P(SimdTarget, LargeOutputsMatchReference) {
 }
 
 // The non-finite check of large inputs runs in parts on several threads and
-// must still name the first offending element, in every dtype.
+// must still name the first offending element, in every dtype, at the size
+// of a store's block and of a batch of queries.
 TEST_P(SimdTarget, NonFiniteCheckNamesTheFirstInLargeInputs) {
   ForcedTarget forced(GetParam());
   mt::RuntimePtr rt = cpu_runtime("8", 2);
@@ -308,6 +309,23 @@ TEST_P(SimdTarget, NonFiniteCheckNamesTheFirstInLargeInputs) {
     EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows, dim),
                                 MNEMO_E_NON_FINITE, "in"));
     EXPECT_TRUE(mt::names_number(mt::last_error(), 2100003)) << mt::last_error();
+    EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
+  }
+  // A batch of queries' size (1.5-3 MB: split in parts from 1 MB), the
+  // later offender in a later part.
+  const size_t rows2 = 1000, n2 = rows2 * dim;
+  for (const int32_t dtype : mt::storage_dtypes()) {
+    SCOPED_TRACE(mt::dtype_name(dtype) + std::string(", 1000 rows"));
+    const size_t es = mt::dtype_size(dtype);
+    Buf<unsigned char> in(n2 * es), out(n2 * es);
+    for (size_t i = 0; i < n2; ++i) ref::store(in.data(), dtype, i, 0.25 + static_cast<double>(i % 5));
+    ref::store(in.data(), dtype, 700001, std::nan(""));
+    ref::store(in.data(), dtype, 300007, -HUGE_VAL);
+    out.fill_bytes(0x5A);
+    const std::vector<unsigned char> before = out.snapshot();
+    EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows2, dim),
+                                MNEMO_E_NON_FINITE, "in"));
+    EXPECT_TRUE(mt::names_number(mt::last_error(), 300007)) << mt::last_error();
     EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
   }
 }

@@ -3,7 +3,9 @@
 // to back (workers still watching) and after pauses (workers asleep); a
 // failure lands in its shard's slot while the others finish; concurrent
 // callers either get the workers or are told to start their own, never
-// sharing a call; destruction joins sleeping workers. Label tsan.
+// sharing a call; a nudge (waking sleeping workers ahead of a call) runs
+// nothing and loses no call; destruction joins sleeping workers. Label
+// tsan.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -90,6 +92,42 @@ TEST(ShardWorkers, ConcurrentCallersNeverShareACall) {
   for (auto& c : callers) c.join();
   EXPECT_EQ(got.load() + refused.load(), 800);
   EXPECT_GT(got.load(), 0);
+}
+
+// A nudge wakes sleeping workers to watch, without running anything: calls
+// after it (soon, or after the watch has run out and they sleep again) run
+// every busy shard once, and nudges from other threads while calls run
+// change nothing either.
+TEST(ShardWorkers, NudgesRunNothingAndLoseNoCall) {
+  constexpr size_t kShards = 4;
+  ShardWorkers w(kShards);
+  std::vector<std::atomic<int>> runs(kShards);
+  std::vector<char> busy(kShards, 1);
+  std::vector<std::exception_ptr> errs(kShards);
+  const std::function<void(size_t)> fn = [&](size_t i) { runs[i].fetch_add(1); };
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // asleep
+  w.nudge();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // awake, then asleep again
+  for (auto& r : runs) EXPECT_EQ(r.load(), 0);
+  std::mt19937 rng(5);
+  std::atomic<bool> stop{false};
+  std::thread nudger([&] {
+    while (!stop.load()) {
+      w.nudge();
+      std::this_thread::sleep_for(std::chrono::microseconds(150));
+    }
+  });
+  constexpr int kCalls = 200;
+  for (int call = 0; call < kCalls; ++call) {
+    if (call % 8 == 7) std::this_thread::sleep_for(std::chrono::microseconds(100 + rng() % 900));
+    w.nudge();
+    if (call % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+    ASSERT_TRUE(w.try_run(busy, fn, errs));
+  }
+  stop.store(true);
+  nudger.join();
+  for (size_t i = 0; i < kShards; ++i) EXPECT_EQ(runs[i].load(), kCalls) << "shard " << i;
+  w.nudge();  // destroyed while watching
 }
 
 TEST(ShardWorkers, OneShardAndDestructionWhileAsleep) {
