@@ -295,39 +295,34 @@ TEST_P(SimdTarget, LargeOutputsMatchReference) {
 TEST_P(SimdTarget, NonFiniteCheckNamesTheFirstInLargeInputs) {
   ForcedTarget forced(GetParam());
   mt::RuntimePtr rt = cpu_runtime("8", 2);
-  const size_t rows = 5463, dim = 768, n = rows * dim;  // above 2^22 elements
-  for (const int32_t dtype : mt::storage_dtypes()) {
-    SCOPED_TRACE(mt::dtype_name(dtype));
-    const size_t es = mt::dtype_size(dtype);
-    Buf<unsigned char> in(n * es), out(n * es);
-    for (size_t i = 0; i < n; ++i) ref::store(in.data(), dtype, i, 0.5 + static_cast<double>(i % 7));
-    ref::store(in.data(), dtype, 3000001, std::nan(""));
-    ref::store(in.data(), dtype, 2100003, HUGE_VAL);
-    ref::store(in.data(), dtype, n - 1, -HUGE_VAL);
-    out.fill_bytes(0x5A);
-    const std::vector<unsigned char> before = out.snapshot();
-    EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows, dim),
-                                MNEMO_E_NON_FINITE, "in"));
-    EXPECT_TRUE(mt::names_number(mt::last_error(), 2100003)) << mt::last_error();
-    EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
-  }
-  // A batch of queries' size (1.5-3 MB: split in parts from 1 MB), the
-  // later offender in a later part.
-  const size_t rows2 = 1000, n2 = rows2 * dim;
-  for (const int32_t dtype : mt::storage_dtypes()) {
-    SCOPED_TRACE(mt::dtype_name(dtype) + std::string(", 1000 rows"));
-    const size_t es = mt::dtype_size(dtype);
-    Buf<unsigned char> in(n2 * es), out(n2 * es);
-    for (size_t i = 0; i < n2; ++i) ref::store(in.data(), dtype, i, 0.25 + static_cast<double>(i % 5));
-    ref::store(in.data(), dtype, 700001, std::nan(""));
-    ref::store(in.data(), dtype, 300007, -HUGE_VAL);
-    out.fill_bytes(0x5A);
-    const std::vector<unsigned char> before = out.snapshot();
-    EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows2, dim),
-                                MNEMO_E_NON_FINITE, "in"));
-    EXPECT_TRUE(mt::names_number(mt::last_error(), 300007)) << mt::last_error();
-    EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
-  }
+  constexpr size_t dim = 768;
+  struct Bad {
+    size_t at;
+    double v;
+  };
+  // rows of finite values with `bad` written in; the first of them is named.
+  auto expect_first = [&](size_t rows, const std::vector<Bad>& bad, size_t first) {
+    const size_t n = rows * dim;
+    for (const int32_t dtype : mt::storage_dtypes()) {
+      SCOPED_TRACE(mt::dtype_name(dtype) + std::string(", rows ") + std::to_string(rows));
+      const size_t es = mt::dtype_size(dtype);
+      Buf<unsigned char> in(n * es), out(n * es);
+      for (size_t i = 0; i < n; ++i) ref::store(in.data(), dtype, i, 0.5 + static_cast<double>(i % 7));
+      for (const Bad& b : bad) ref::store(in.data(), dtype, b.at, b.v);
+      out.fill_bytes(0x5A);
+      const std::vector<unsigned char> before = out.snapshot();
+      EXPECT_TRUE(mt::failed_with(mnemo_normalize_rows(rt.get(), in.data(), out.data(), dtype, rows, dim),
+                                  MNEMO_E_NON_FINITE, "in"));
+      EXPECT_TRUE(mt::names_number(mt::last_error(), first)) << mt::last_error();
+      EXPECT_TRUE(out.same_as(before)) << "output written despite the error";
+    }
+  };
+  // A store's block: above 2^22 elements.
+  const size_t rows = 5463;
+  expect_first(rows, {{3000001, std::nan("")}, {2100003, HUGE_VAL}, {rows * dim - 1, -HUGE_VAL}}, 2100003);
+  // A batch of queries (1.5-3 MB, split in parts from 1 MB), the later
+  // offender in a later part.
+  expect_first(1000, {{700001, std::nan("")}, {300007, -HUGE_VAL}}, 300007);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, SimdTarget, ::testing::ValuesIn(targets()),
