@@ -18,13 +18,13 @@ bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld);
 // Chunks of the store per query tile (to size cand before the launch).
 unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count);
 // As launch_fused_gemm_topk: queries [nq x ld] in the storage dtype (f32
-// for f32 storage), qnorms [nq], terms from launch_slot_terms in a buffer
-// with room for one entry past the last slot; writes per-chunk lists
-// cand[q][c][kc] (c below the returned count, at most `chunks`), each
-// sorted best first with approximate keys. thresholds: [nq] device words
-// the chunks share their k-th keys through (zeroed here first).
-unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
-                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
-                                 cudaStream_t st);
+// for f32 storage), for cosine divided by their norms (launch_f32_to_unit,
+// so that a key is one FMA from its dot product); terms from
+// launch_slot_terms in a buffer with room for one entry past the last slot;
+// writes per-chunk lists cand[q][c][kc] (c below the returned count, at most
+// `chunks`), each sorted best first with approximate keys. thresholds: [nq]
+// device words the chunks share their k-th keys through (zeroed here first).
+unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const void* terms, uint32_t nq, uint32_t kc,
+                                 unsigned chunks, Cand* cand, unsigned* thresholds, cudaStream_t st);
 
 }  // namespace mnemo::cuda

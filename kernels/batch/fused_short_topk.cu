@@ -65,6 +65,15 @@ struct ShortTile {
 // registers either way.
 template <class T>
 constexpr int kNTiles = sizeof(T) == 4 ? 2 : 4;
+// Cosine queries come divided by their norms (launch_f32_to_unit), so a key
+// is one FMA from its dot product. Over 16-bit rows each query's k-steps form
+// one MMA chain; over f32 rows even and odd k-steps go to separate chains,
+// whose latency bounded the f32 tile. Measured on an H100, 10000q x 1M x 128:
+// f16 12.90 ms scaling each key with split chains, 12.22 unit queries, 12.00
+// unit queries and one chain; f32 14.47-14.59 scaling each key, 14.20-14.24
+// unit queries.
+template <class T>
+constexpr bool kSplitChains = sizeof(T) == 4;
 // Queries per block (one query tile).
 template <class T>
 constexpr uint32_t kBlockQueries = kConsumers* kNTiles<T> * 8;
@@ -202,12 +211,11 @@ constexpr uint32_t kGroupQueries = kMBlocks<T> * 64;
 
 // The consumer warps' part of fused_short_kernel under warpgroup MMAs.
 template <class T, int KS>
-__device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restrict__ queries,
-                                           const float* __restrict__ qnorms, uint32_t nq, uint32_t kc, uint32_t q0,
-                                           uint32_t lo, uint32_t hi, uint32_t tiles, const unsigned char* smem,
-                                           const float2* tterm, uint64_t* full, uint64_t* empty, Cand* lists,
-                                           int* counts, Cand* __restrict__ cand, uint64_t cand_stride,
-                                           unsigned* __restrict__ gth, int warp, int lane) {
+__device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restrict__ queries, uint32_t nq, uint32_t kc,
+                                           uint32_t q0, uint32_t lo, uint32_t hi, uint32_t tiles,
+                                           const unsigned char* smem, const float2* tterm, uint64_t* full,
+                                           uint64_t* empty, Cand* lists, int* counts, Cand* __restrict__ cand,
+                                           uint64_t cand_stride, unsigned* __restrict__ gth, int warp, int lane) {
   using Tile = ShortTile<KS>;
   constexpr int MB = kMBlocks<T>;
   const int g = lane >> 2, t4 = lane & 3;
@@ -215,7 +223,7 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
   const uint32_t bq0 = (warp >> 2) * kGroupQueries<T> + (warp & 3) * 16;
   const uint32_t words = static_cast<uint32_t>(s.ld * sizeof(T) / 4);
   uint32_t a[MB][KS][4];
-  float qs[MB][2], th[MB][2];
+  float th[MB][2];
 #pragma unroll
   for (int i = 0; i < MB; ++i)
 #pragma unroll
@@ -229,9 +237,6 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
           const uint32_t w = ks * 8 + t4 + 4 * (c >> 1);
           a[i][ks][c] = Mma<T>::frag(q < nq && w < words ? __ldg(qrow + w) : 0u);
         }
-      float sc = 1.0f;
-      if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
-      qs[i][h] = sc;
       th[i][h] =
           q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q))) : __int_as_float(0x7f800000);
     }
@@ -270,7 +275,7 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
         wg_commit();
         wg_wait<0>();
         wg_pin(d);
-        // Keys: fmaf(dot * qscale, a, b) with the slot's terms (two slots'
+        // Keys: fmaf(dot, a, b) with the slot's terms (two slots'
         // terms in one 16-byte load); rows past the tile get b = NaN.
         unsigned pass[2] = {0u, 0u};
 #pragma unroll
@@ -283,7 +288,7 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               float& k = d[4 * j + 2 * h + e];
-              k = fmaf(k * qs[i][h], sa[e], sb[e]);
+              k = fmaf(k, sa[e], sb[e]);
               pass[h] |= static_cast<unsigned>(k >= th[i][h]) << (2 * j + e);
             }
         }
@@ -312,9 +317,9 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
 
 template <class T, int KS>
 __global__ void __launch_bounds__(kThreads, 1)
-    fused_short_kernel(StoreRef s, const T* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
-                       const float2* __restrict__ terms, uint32_t kc, uint32_t chunk_slots, Cand* __restrict__ cand,
-                       uint64_t cand_stride, unsigned* __restrict__ gth, const __grid_constant__ CUtensorMap rows) {
+    fused_short_kernel(StoreRef s, const T* __restrict__ queries, uint32_t nq, const float2* __restrict__ terms,
+                       uint32_t kc, uint32_t chunk_slots, Cand* __restrict__ cand, uint64_t cand_stride,
+                       unsigned* __restrict__ gth, const __grid_constant__ CUtensorMap rows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = ShortTile<KS>;
   constexpr int NT = kNTiles<T>;
@@ -370,11 +375,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   if (static_cast<uint32_t>(warp) >= consumers) return;  // no queries left for this warp
   if constexpr (kShortWg<T>) {
-    consume_wg<T, KS>(s, queries, qnorms, nq, kc, q0, lo, hi, tiles, smem, tterm, full, empty, lists, counts, cand,
-                      cand_stride, gth, warp, lane);
+    consume_wg<T, KS>(s, queries, nq, kc, q0, lo, hi, tiles, smem, tterm, full, empty, lists, counts, cand, cand_stride,
+                      gth, warp, lane);
   } else {
     // The warp's queries as B fragments (k-step ks: words ks * 8 + t and
-    // + t + 4 of query column g of each n-tile), their cosine scales and their
+    // + t + 4 of query column g of each n-tile) and their
     // thresholds (+inf past nq: never admits; else what other chunks have
     // published, -inf before any: from_ordered_bits(0) is NaN, which fmaxf
     // drops).
@@ -382,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t wq0 = q0 + warp * QW;
     const uint32_t words = static_cast<uint32_t>(s.ld * sizeof(T) / 4);
     uint32_t b[KS][NT][2];
-    float qs[NT][2], th[NT][2];
+    float th[NT][2];
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const uint32_t qb = wq0 + j * 8 + g;
@@ -397,9 +402,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const uint32_t q = wq0 + j * 8 + 2 * t4 + e;
-        float sc = 1.0f;
-        if (s.metric == KeyMetric::cosine) sc = q < nq && qnorms[q] != 0.0f ? 1.0f / qnorms[q] : 0.0f;
-        qs[j][e] = sc;
         th[j][e] = q < nq ? fmaxf(-__int_as_float(0x7f800000), from_ordered_bits(__ldcg(gth + q)))
                           : __int_as_float(0x7f800000);
       }
@@ -449,18 +451,25 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int j = 0; j < NT; ++j)
 #pragma unroll
           for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f, acc2[j][c] = 0.0f;
+        if constexpr (kSplitChains<T>) {
 #pragma unroll
-        for (int ks = 0; ks < KS; ks += 2)
+          for (int ks = 0; ks < KS; ks += 2)
 #pragma unroll
-          for (int j = 0; j < NT; ++j) {
-            Mma<T>::mma(acc[j], a[ks], b[ks][j]);
-            Mma<T>::mma(acc2[j], a[ks + 1], b[ks + 1][j]);
-          }
+            for (int j = 0; j < NT; ++j) {
+              Mma<T>::mma(acc[j], a[ks], b[ks][j]);
+              Mma<T>::mma(acc2[j], a[ks + 1], b[ks + 1][j]);
+            }
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
+          for (int j = 0; j < NT; ++j)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) acc[j][c] += acc2[j][c];
-        // Keys: fmaf(dot * qscale, a, b) with the slot's terms; rows past the
+            for (int c = 0; c < 4; ++c) acc[j][c] += acc2[j][c];
+        } else {
+#pragma unroll
+          for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) Mma<T>::mma(acc[j], a[ks], b[ks][j]);
+        }
+        // Keys: fmaf(dot, a, b) with the slot's terms; rows past the
         // tile get b = NaN (never admitted, whatever their stale bits give).
         float sa[2], sb[2];
 #pragma unroll
@@ -478,7 +487,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               float& k = acc[j][2 * h + e];
-              k = fmaf(k * qs[j][e], sa[h], sb[h]);
+              k = fmaf(k, sa[h], sb[h]);
               any = any || k >= th[j][e];
             }
         if (__any_sync(kFullMask, any))
@@ -529,8 +538,8 @@ size_t smem_bytes(DType t, int ks, uint32_t kc) {
 }
 
 template <class T, int KS>
-unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
-                   uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, uint32_t nq, uint32_t kc,
+                   unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
   constexpr uint32_t kRows = ShortTile<KS>::kRows;
   const ShortLayout L = layout_of<T, KS>(kc);
   auto kernel = fused_short_kernel<T, KS>;
@@ -540,7 +549,7 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, 
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
   const unsigned used = ceil_div(s.slots, per);
   const dim3 grid(ceil_div(nq, kBlockQueries<T>), used);
-  kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
+  kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), nq, terms, kc, per, cand,
                                           static_cast<uint64_t>(used) * kc, gth,
                                           row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows));
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
@@ -548,13 +557,13 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float* qnorms, 
 }
 
 template <class T>
-unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
-                      uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+unsigned launch_typed(const StoreRef& s, const void* queries, const float2* terms, uint32_t nq, uint32_t kc,
+                      unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
   switch (ksteps_for(s.ld * sizeof(T), s.dtype)) {
-    case 4: return launch_ks<T, 4>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
-    case 8: return launch_ks<T, 8>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
+    case 4: return launch_ks<T, 4>(s, queries, terms, nq, kc, chunks, cand, gth, st);
+    case 8: return launch_ks<T, 8>(s, queries, terms, nq, kc, chunks, cand, gth, st);
     default:
-      if constexpr (sizeof(T) == 4) return launch_ks<T, 16>(s, queries, qnorms, terms, nq, kc, chunks, cand, gth, st);
+      if constexpr (sizeof(T) == 4) return launch_ks<T, 16>(s, queries, terms, nq, kc, chunks, cand, gth, st);
       fail(Code::internal, "fused short-row kernel: row too long");
   }
 }
@@ -590,15 +599,14 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
   return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
 }
 
-unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
-                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
-                                 cudaStream_t st) {
+unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const void* terms, uint32_t nq, uint32_t kc,
+                                 unsigned chunks, Cand* cand, unsigned* thresholds, cudaStream_t st) {
   const auto* tm = static_cast<const float2*>(terms);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
   switch (s.dtype) {
-    case DType::f16: return launch_typed<__half>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
-    case DType::bf16: return launch_typed<__nv_bfloat16>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
-    default: return launch_typed<float>(s, queries, qnorms, tm, nq, kc, chunks, cand, thresholds, st);
+    case DType::f16: return launch_typed<__half>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
+    case DType::bf16: return launch_typed<__nv_bfloat16>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
+    default: return launch_typed<float>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
   }
 }
 

@@ -170,9 +170,14 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   // them (its dense fallback needs a key row per query in the workspace).
   const bool emit = use_gemm && kc > static_cast<uint32_t>(kFusedMaxList) && slots * 12ull <= budget / 2 &&
                     fused_wide_emit_usable(slots, static_cast<uint32_t>(nq), kc, s.dtype, ld, q_store, fast);
-  // The fused kernels' 16-bit query copy.
-  if ((emit || fused != Fused::none) && s.dtype != DType::f32)
-    launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+  // The fused kernels' 16-bit query copy (unit length for the short-row
+  // kernel's cosine keys).
+  if ((emit || fused != Fused::none) && s.dtype != DType::f32) {
+    if (fused == Fused::short_rows && s.metric == KeyMetric::cosine)
+      launch_f32_to_unit(s.dtype, q, at<void>(fb, o_qt), nq, ld, qn, st);
+    else
+      launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
+  }
   if (!use_gemm && small) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
@@ -293,10 +298,14 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
     Arena ar;
+    // f32 cosine queries for the short-row kernel: a unit-length copy of the
+    // chunk (16-bit copies were made unit length above).
+    const bool unit_f32 = fused == Fused::short_rows && s.dtype == DType::f32 && s.metric == KeyMetric::cosine;
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
                  o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
-                 o_samp = ar.add(fused == Fused::wide ? std::max(sample_bytes(qc), sample_bytes(nq % qc)) : 0);
+                 o_samp = ar.add(fused == Fused::wide ? std::max(sample_bytes(qc), sample_bytes(nq % qc)) : 0),
+                 o_unit = ar.add(unit_f32 ? qc * ld * 4 : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
     void* terms = at<void>(w, o_terms);
@@ -306,11 +315,13 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const unsigned chunks = chunks_for(n);
       const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * dtype_size(s.dtype);
+      if (unit_f32) {
+        launch_f32_to_unit(DType::f32, q + q0 * ld, at<void>(w, o_unit), n, ld, qn + q0, st);
+        qm = at<void>(w, o_unit);
+      }
       unsigned used;
       switch (fused) {
-        case Fused::short_rows:
-          used = launch_fused_short_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, st);
-          break;
+        case Fused::short_rows: used = launch_fused_short_topk(s, qm, terms, n, kc, chunks, cand, thr, st); break;
         case Fused::wide:
           used =
               launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);

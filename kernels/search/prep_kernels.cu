@@ -46,6 +46,16 @@ __global__ void f32_to_kernel(const float* src, T* dst, uint64_t n) {
   if (i < n) dst[i] = static_cast<T>(src[i]);
 }
 
+// Rows of ld divided by their norms (0 for a zero norm, as the kernels' cosine
+// scale), then rounded once to T.
+template <class T>
+__global__ void f32_to_unit_kernel(const float* src, T* dst, uint64_t n, uint64_t ld, const float* norms) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float nrm = norms[i / ld];
+  dst[i] = static_cast<T>(nrm != 0.0f ? src[i] * (1.0f / nrm) : 0.0f);
+}
+
 template <class T>
 __global__ void widen_kernel(const T* src, float* dst, uint64_t n) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -129,6 +139,19 @@ void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_
   else
     f32_to_kernel<<<ceil_div(n, 256), 256, 0, st>>>(src, static_cast<__nv_bfloat16*>(dst), n);
   MNEMO_CUDA_LAUNCHED("f32_to_kernel");
+}
+
+void launch_f32_to_unit(DType t, const float* src, void* dst, uint64_t rows, uint64_t ld, const float* norms,
+                        cudaStream_t st) {
+  const uint64_t n = rows * ld;
+  if (n == 0) return;
+  if (t == DType::f32)
+    f32_to_unit_kernel<<<ceil_div(n, 256), 256, 0, st>>>(src, static_cast<float*>(dst), n, ld, norms);
+  else if (t == DType::f16)
+    f32_to_unit_kernel<<<ceil_div(n, 256), 256, 0, st>>>(src, static_cast<__half*>(dst), n, ld, norms);
+  else
+    f32_to_unit_kernel<<<ceil_div(n, 256), 256, 0, st>>>(src, static_cast<__nv_bfloat16*>(dst), n, ld, norms);
+  MNEMO_CUDA_LAUNCHED("f32_to_unit_kernel");
 }
 
 void launch_widen_rows(const void* src, DType t, uint64_t rows, uint64_t ld, float* dst, cudaStream_t st) {

@@ -219,6 +219,11 @@ void launch_negate(float* x, uint64_t n, cudaStream_t st);
 // bad (or null): bad[r] set non-zero where row r holds NaN or infinity.
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st, unsigned* bad = nullptr);
 void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_t st);
+// As launch_f32_to for `rows` rows of ld (t may be f32 too), each divided by
+// its norm first (norms[row]; a zero norm gives a zero row): cosine queries
+// of unit length.
+void launch_f32_to_unit(DType t, const float* src, void* dst, uint64_t rows, uint64_t ld, const float* norms,
+                        cudaStream_t st);
 void launch_widen_rows(const void* src, DType t, uint64_t rows, uint64_t ld, float* dst, cudaStream_t st);
 
 }  // namespace mnemo::cuda

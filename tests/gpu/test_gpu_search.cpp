@@ -207,6 +207,11 @@ std::vector<Case> cases() {
   v.push_back({6007, 128, 257, 16, kBF16, kDot, kFast, 0});
   v.push_back({9001, 40, 23, 5, kF16, kL2, kFast, 0});
   v.push_back({30, 24, 16, 30, kF32, kDot, kFast, 0});
+  // Cosine over 16-bit short rows (the queries go in divided by their
+  // norms): two query tiles, the second partial; a third of a warp's queries
+  // over 128-byte rows.
+  v.push_back({8009, 128, 300, 10, kF16, kCos, kFast, 0});
+  v.push_back({3001, 64, 11, 7, kBF16, kCos, kFast, 0});
   // FAST batches over longer rows (queries streamed with the rows, sm_90
   // and later): the 768-dim batch shape with a partial query tile and N not
   // a multiple of the 128-row tile; N below a warp with k = N (the filter
