@@ -206,6 +206,10 @@ const Case kCases[] = {
     {MNEMO_DTYPE_BF16, MNEMO_METRIC_L2SQ, MNEMO_PRECISION_EXACT, 10007, 65, 64, 10, 0},
     {MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, MNEMO_PRECISION_EXACT, 9001, 127, 40, 3000, 0},
     {MNEMO_DTYPE_F32, MNEMO_METRIC_DOT, MNEMO_PRECISION_FAST, 50021, 256, 500, 10, 8u << 20},
+    // Cosine batches over short rows (the short-row kernel takes unit-length
+    // queries): 16-bit rows with two query tiles, f32 rows.
+    {MNEMO_DTYPE_F16, MNEMO_METRIC_COSINE, MNEMO_PRECISION_FAST, 30011, 128, 300, 10, 0},
+    {MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, MNEMO_PRECISION_FAST, 20011, 128, 150, 10, 0},
     // Shards smaller than k: the whole store selects over every key, a
     // shard takes the fused scan.
     {MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, MNEMO_PRECISION_EXACT, 1001, 200, 2, 300, 0},
