@@ -48,7 +48,8 @@ def main(path):
         # gathers and cosine_similarity's temporaries: 80 GB for 10M pairs).
         # Where that does not fit in what the card has free, the pairs go in
         # chunks, as a torch user would have to write it; the name says so.
-        parts = max(1, -(-n * 1024 * 2 * 4 * 5 // 4 // torch.cuda.mem_get_info()[0]))
+        peak = n * 1024 * 2 * 4 * 5 // 4  # four [n x 1024] f16 tensors, and a quarter spare
+        parts = max(1, -(-peak // torch.cuda.mem_get_info()[0]))
         step = -(-n // parts)
 
         def pairs(i):
