@@ -444,14 +444,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks)
           ldsm4(a[ks][0], a[ks][1], a[ks][2], a[ks][3], abase + (ks / 4) * Tile::kSlabBytes + r0 * 128 + chunk[ks % 4]);
-        // Even and odd k-steps into separate sums: twice the independent MMA
-        // chains, half as long (the chains' latency bounded the f32 tile).
-        float acc[NT][4], acc2[NT][4];
+        float acc[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
-          for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f, acc2[j][c] = 0.0f;
+          for (int c = 0; c < 4; ++c) acc[j][c] = 0.0f;
         if constexpr (kSplitChains<T>) {
+          // Even and odd k-steps into separate sums: twice the independent
+          // MMA chains, half as long (the chains' latency bounded the f32 tile).
+          float acc2[NT][4];
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc2[j][c] = 0.0f;
 #pragma unroll
           for (int ks = 0; ks < KS; ks += 2)
 #pragma unroll
