@@ -97,10 +97,11 @@ class DeviceGather final : public ShardGather {
     stream_ = host_ ? g.streams[0] : static_cast<cudaStream_t>(place.stream);
     // This set's buffers are free once its last call's merge is done.
     MNEMO_CUDA_CHECK(cudaStreamWaitEvent(stream_, g.last, 0));
-    // Growing frees a buffer that queued work may still use.
-    bool grow = g.bufs[0].size() < all || (host_ && g.staging.size() < q_raw + per * 12);
-    for (size_t i = 1; i < n; ++i) grow = grow || g.bufs[i].size() < lane;
-    if (grow) MNEMO_CUDA_CHECK(cudaEventSynchronize(g.last));
+    // Growing frees a buffer that queued work may still use, and a host
+    // batch rewrites the staging that a failed call's uploads may still read.
+    bool wait = host_ || g.bufs[0].size() < all;
+    for (size_t i = 1; i < n; ++i) wait = wait || g.bufs[i].size() < lane;
+    if (wait) MNEMO_CUDA_CHECK(cudaEventSynchronize(g.last));
     g.bufs[0].reserve(all);
     // Host queries go up from pinned staging to every device at once (each
     // over its own link), filled by several threads; device queries are
@@ -108,8 +109,6 @@ class DeviceGather final : public ShardGather {
     const float* src = queries;
     MNEMO_CUDA_CHECK(cudaEventRecord(g.ready, stream_));
     if (host_) {
-      // A failed call's uploads may still read the staging.
-      MNEMO_CUDA_CHECK(cudaEventSynchronize(g.last));
       g.staging.reserve(q_raw + per * 12);
       copy_rows(g.staging.get(), queries, 1, q_raw, threads, kQueryBytesPerThread);
       float* dq = reinterpret_cast<float*>(g.bufs[0].get<unsigned char>() + all_ids_ + all_scores_ + kAlign);
