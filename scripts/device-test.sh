@@ -260,6 +260,13 @@ run() {
   # default).
   step "gpu tests (wide forced)" 300 bash -c "$shards" shards "$out" wide env MNEMO_FUSED_SHORT=0 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*"
+  # The short-row kernel's sampling pass with one block a query tile, which
+  # walks the first tiles of every chunk (by default a block takes one or a
+  # few), and with the pass off.
+  step "gpu tests (short sampling by one walker)" 300 bash -c "$shards" shards "$out" walk1 \
+    env MNEMO_FUSED_SHORT_WALKERS=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*"
+  step "gpu tests (short sampling off)" 300 bash -c "$shards" shards "$out" nosample \
+    env MNEMO_FUSED_SHORT_SAMPLE=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch*fast*"
   # Single-query scans of 16-bit rows on the register-fed scan too (the
   # suites above take the bulk-copy scan for them).
   step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \

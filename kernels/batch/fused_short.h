@@ -24,7 +24,13 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
 // writes per-chunk lists cand[q][c][kc] (c below the returned count, at most
 // `chunks`), each sorted best first with approximate keys. thresholds: [nq]
 // device words the chunks share their k-th keys through (zeroed here first).
+// sample: fused_short_sample_bytes(nq, chunks, t, ld) of scratch for the
+// sampling pass that sets the thresholds first (nullptr: no pass), whose
+// blocks fill the device's sm_count SMs once.
 unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const void* terms, uint32_t nq, uint32_t kc,
-                                 unsigned chunks, Cand* cand, unsigned* thresholds, cudaStream_t st);
+                                 unsigned chunks, Cand* cand, unsigned* thresholds, float* sample, unsigned sm_count,
+                                 cudaStream_t st);
+// Bytes of the sampling pass's keys for nq queries and `chunks` chunks.
+size_t fused_short_sample_bytes(uint32_t nq, unsigned chunks, DType t, uint64_t ld);
 
 }  // namespace mnemo::cuda

@@ -21,6 +21,10 @@
 //   memory: a chunk whose list is full publishes its k-th key (no key below
 //   it can reach the merged top k), and blocks that start later begin from
 //   it instead of from an empty list, which is where most admissions were.
+// - The blocks of the first wave have no such key to start from, so a
+//   sampling pass (this kernel with Sample set) first keys the first tile of
+//   every chunk, and each query starts from the kc-th largest of those keys
+//   (sample_bound.h).
 // The chunk lists are merged and re-scored exactly afterwards, as for the
 // other FAST batch paths.
 #include <algorithm>
@@ -31,6 +35,7 @@
 #include "batch/fused_chunks.h"
 #include "batch/fused_short.h"
 #include "batch/mma_frag.cuh"
+#include "batch/sample_bound.h"
 #include "batch/stage_barriers.cuh"
 #include "batch/wgmma.cuh"
 #include "device/device_caps.h"
@@ -59,6 +64,20 @@ struct ShortTile {
   static constexpr uint32_t kRows = tile_rows(KS);
   static constexpr uint32_t kSlabBytes = kRows * 128;
   static constexpr uint32_t kStageBytes = kSlabs * kSlabBytes;
+};
+
+// Sampled keys a chunk per query in the sampling pass: one per two rows of
+// the chunk's first tile.
+template <int KS>
+constexpr uint32_t kSamples = ShortTile<KS>::kRows / 2;
+
+// The tiles a block scans: tile t starts at row lo + t * step and ends at
+// the tile's size or `end`. A chunk's block walks the chunk's tiles; a
+// sampling block walks the first tiles of chunks blockIdx.y, + gridDim.y,
+// ... of the store's `chunks`.
+struct TileWalk {
+  uint32_t lo, step, end, tiles, chunks;
+  __device__ uint32_t first(uint32_t t) const { return lo + t * step; }
 };
 
 // Queries per consumer warp (n-tiles of 8): the B fragments take 64
@@ -210,12 +229,12 @@ constexpr uint32_t kGroupQueries = kMBlocks<T> * 64;
 }
 
 // The consumer warps' part of fused_short_kernel under warpgroup MMAs.
-template <class T, int KS>
+template <class T, int KS, bool Sample>
 __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restrict__ queries, uint32_t nq, uint32_t kc,
-                                           uint32_t q0, uint32_t lo, uint32_t hi, uint32_t tiles,
-                                           const unsigned char* smem, const float2* tterm, uint64_t* full,
-                                           uint64_t* empty, Cand* lists, int* counts, Cand* __restrict__ cand,
-                                           uint64_t cand_stride, unsigned* __restrict__ gth, int warp, int lane) {
+                                           uint32_t q0, const TileWalk& walk, const unsigned char* smem,
+                                           const float2* tterm, uint64_t* full, uint64_t* empty, Cand* lists,
+                                           int* counts, Cand* __restrict__ cand, uint64_t cand_stride,
+                                           unsigned* __restrict__ gth, float* __restrict__ sample, int warp, int lane) {
   using Tile = ShortTile<KS>;
   constexpr int MB = kMBlocks<T>;
   const int g = lane >> 2, t4 = lane & 3;
@@ -243,11 +262,11 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
 
   const uint32_t sbase = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const float nan = __int_as_float(0x7fc00000);
-  for (uint32_t t = 0; t < tiles; ++t) {
+  for (uint32_t t = 0; t < walk.tiles; ++t) {
     const uint32_t st = t % kStages;
     wait_stage(full + st, (t / kStages) & 1);
-    const uint32_t first = lo + t * Tile::kRows;
-    const uint32_t n = min(Tile::kRows, hi - first);
+    const uint32_t first = walk.first(t);
+    const uint32_t n = min(Tile::kRows, walk.end - first);
     const uint32_t stage = sbase + st * Tile::kStageBytes;
     const float2* m = tterm + st * Tile::kRows;
     unsigned pub[MB][2];
@@ -263,7 +282,9 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
       // and unrolling the steps overflowed the instruction cache.
 #pragma unroll 1
     for (uint32_t n0 = 0; n0 < Tile::kRows; n0 += 64) {
-      if (n0 >= n) break;  // the same for the whole warpgroup
+      // The same for the whole warpgroup; the sampling pass takes every
+      // step (rows past n give NaN keys).
+      if (n0 >= n && !Sample) break;
 #pragma unroll
       for (int i = 0; i < MB; ++i) {
         float d[32];
@@ -292,6 +313,20 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
               pass[h] |= static_cast<unsigned>(k >= th[i][h]) << (2 * j + e);
             }
         }
+        if constexpr (Sample) {
+          // Sampling pass: per query, the larger key of each of this lane's
+          // row pairs (8 j + 2 t, + 1), each the key of a distinct row.
+          const uint32_t c = blockIdx.y + t * gridDim.y;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t q = q0 + bq0 + i * 64 + g + 8 * h;
+            if (q >= nq) continue;
+            float* out = sample + (static_cast<uint64_t>(q) * walk.chunks + c) * kSamples<KS> + n0 / 2 + t4;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) out[4 * j] = fmaxf(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+          }
+          continue;
+        }
         if (__any_sync(kFullMask, (pass[0] | pass[1]) != 0))
           admit_wg(d, pass, th[i], lists, counts, static_cast<int>(kc), bq0 + i * 64, q0, first + n0, s.ids, gth, lane);
       }
@@ -305,21 +340,26 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
   }
 
   // The warp's lists (best first, empty entries after) as this chunk's.
+  if constexpr (!Sample) {
 #pragma unroll
-  for (int i = 0; i < MB; ++i)
-    for (uint32_t r = 0; r < 16; ++r) {
-      const uint32_t bq = bq0 + i * 64 + r, q = q0 + bq;
-      if (q >= nq) break;
-      store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
-                       lists + static_cast<size_t>(bq) * kc, counts[bq], kc, lane);
-    }
+    for (int i = 0; i < MB; ++i)
+      for (uint32_t r = 0; r < 16; ++r) {
+        const uint32_t bq = bq0 + i * 64 + r, q = q0 + bq;
+        if (q >= nq) break;
+        store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                         lists + static_cast<size_t>(bq) * kc, counts[bq], kc, lane);
+      }
+  }
 }
 
-template <class T, int KS>
+// Sample: the sampling pass, which writes each query's sampled keys to
+// sample [nq][chunks][kSamples] and no lists.
+template <class T, int KS, bool Sample>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_short_kernel(StoreRef s, const T* __restrict__ queries, uint32_t nq, const float2* __restrict__ terms,
-                       uint32_t kc, uint32_t chunk_slots, Cand* __restrict__ cand, uint64_t cand_stride,
-                       unsigned* __restrict__ gth, const __grid_constant__ CUtensorMap rows) {
+                       uint32_t kc, uint32_t chunk_slots, uint32_t chunks, Cand* __restrict__ cand,
+                       uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample,
+                       const __grid_constant__ CUtensorMap rows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = ShortTile<KS>;
   constexpr int NT = kNTiles<T>;
@@ -341,7 +381,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       kShortWg<T> ? min(static_cast<uint32_t>(kConsumers), (nq - q0 + kGroupQueries<T> - 1) / kGroupQueries<T> * 4)
                   : min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + chunk_slots);
-  const uint32_t tiles = (hi - lo + Tile::kRows - 1) / Tile::kRows;
+  const TileWalk walk =
+      Sample ? TileWalk{lo, gridDim.y * chunk_slots, s.slots, (chunks - blockIdx.y + gridDim.y - 1) / gridDim.y, chunks}
+             : TileWalk{lo, Tile::kRows, hi, (hi - lo + Tile::kRows - 1) / Tile::kRows, chunks};
 
   for (uint32_t i = threadIdx.x; i < BQ; i += kThreads) counts[i] = 0;
   // Every consumer lane releases its own reads.
@@ -354,11 +396,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     // counts, zero-filled past the store. Terms are copied in pairs (16
     // bytes; the terms buffer has room for one past the last slot).
     if (lane != 0) return;
-    for (uint32_t t = 0; t < tiles; ++t) {
+    for (uint32_t t = 0; t < walk.tiles; ++t) {
       const uint32_t st = t % kStages;
       if (t >= kStages) wait_stage(empty + st, (t / kStages - 1) & 1);
-      const uint32_t first = lo + t * Tile::kRows;
-      const uint32_t n = min(Tile::kRows, hi - first), nt = (n + 1) & ~1u;
+      const uint32_t first = walk.first(t);
+      const uint32_t n = min(Tile::kRows, walk.end - first), nt = (n + 1) & ~1u;
       unsigned char* dst = smem + st * Tile::kStageBytes;
       ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, full + st,
                                      Tile::kStageBytes + nt * 8);
@@ -375,8 +417,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   if (static_cast<uint32_t>(warp) >= consumers) return;  // no queries left for this warp
   if constexpr (kShortWg<T>) {
-    consume_wg<T, KS>(s, queries, nq, kc, q0, lo, hi, tiles, smem, tterm, full, empty, lists, counts, cand, cand_stride,
-                      gth, warp, lane);
+    consume_wg<T, KS, Sample>(s, queries, nq, kc, q0, walk, smem, tterm, full, empty, lists, counts, cand, cand_stride,
+                              gth, sample, warp, lane);
   } else {
     // The warp's queries as B fragments (k-step ks: words ks * 8 + t and
     // + t + 4 of query column g of each n-tile) and their
@@ -422,11 +464,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int c = 0; c < 4; ++c) chunk[c] = (((2 * c + (lane >> 4)) ^ (lane & 7)) & 7) * 16;
     const float nan = __int_as_float(0x7fc00000);
-    for (uint32_t t = 0; t < tiles; ++t) {
+    for (uint32_t t = 0; t < walk.tiles; ++t) {
       const uint32_t st = t % kStages;
       wait_stage(full + st, (t / kStages) & 1);
-      const uint32_t first = lo + t * Tile::kRows;
-      const uint32_t n = min(Tile::kRows, hi - first);
+      const uint32_t first = walk.first(t);
+      const uint32_t n = min(Tile::kRows, walk.end - first);
       const uint32_t abase = sbase + st * Tile::kStageBytes;
       const float2* m = tterm + st * Tile::kRows;
       // Other chunks' thresholds, loaded now and applied after the tile (the
@@ -439,7 +481,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint32_t ql = j * 8 + 2 * t4 + e;
           pub[j][e] = wq0 + ql < nq ? __ldcg(wgth + ql) : 0u;
         }
-      for (uint32_t r0 = 0; r0 < n; r0 += 16) {
+      // The sampling pass takes every m-tile (rows past n give NaN keys).
+      const uint32_t rows_in = Sample ? Tile::kRows : n;
+      for (uint32_t r0 = 0; r0 < rows_in; r0 += 16) {
         uint32_t a[KS][4];
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks)
@@ -495,8 +539,23 @@ __global__ void __launch_bounds__(kThreads, 1)
               k = fmaf(k, sa[h], sb[h]);
               any = any || k >= th[j][e];
             }
-        if (__any_sync(kFullMask, any))
+        if constexpr (Sample) {
+          // Sampling pass: per query, the larger key of this lane's two rows
+          // of the m-tile, so every value written is the key of a distinct
+          // row (kSamples a chunk).
+          const uint32_t c = blockIdx.y + t * gridDim.y;
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const uint32_t q = wq0 + j * 8 + 2 * t4 + e;
+              if (q < nq)
+                sample[(static_cast<uint64_t>(q) * chunks + c) * kSamples<KS> + r0 / 2 + g] =
+                    fmaxf(acc[j][e], acc[j][2 + e]);
+            }
+        } else if (__any_sync(kFullMask, any)) {
           admit<NT>(acc, th, wlists, wcounts, static_cast<int>(kc), first + r0, s.ids, wgth, lane);
+        }
       }
       // This lane has read the stage: release it to the producer.
       (void)ptx::mbarrier_arrive(empty + st);
@@ -507,11 +566,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 
     // The warp's lists (best first, empty entries after) as this chunk's.
-    for (int ql = 0; ql < QW; ++ql) {
-      const uint32_t q = wq0 + ql;
-      if (q >= nq) break;
-      store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
-                       wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+    if constexpr (!Sample) {
+      for (int ql = 0; ql < QW; ++ql) {
+        const uint32_t q = wq0 + ql;
+        if (q >= nq) break;
+        store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                         wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+      }
     }
   }
 #else
@@ -542,33 +603,73 @@ size_t smem_bytes(DType t, int ks, uint32_t kc) {
   }
 }
 
+// Whether the sampling pass runs first (MNEMO_FUSED_SHORT_SAMPLE=0 turns it
+// off, for measuring).
+bool sampling_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("MNEMO_FUSED_SHORT_SAMPLE");
+    return !(e && std::atoi(e) == 0);
+  }();
+  return on;
+}
+
+// Sampling blocks per query tile: one wave over the device's SMs.
+// MNEMO_FUSED_SHORT_WALKERS overrides it (1: one block walks every chunk;
+// for tests and measuring).
+unsigned sampling_walkers(unsigned sm_count, unsigned qtiles) {
+  static const unsigned forced = [] {
+    const char* e = std::getenv("MNEMO_FUSED_SHORT_WALKERS");
+    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 0u;
+  }();
+  return forced ? forced : sm_count / std::max(1u, qtiles);
+}
+
 template <class T, int KS>
 unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, uint32_t nq, uint32_t kc,
-                   unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+                   unsigned chunks, Cand* cand, unsigned* gth, float* sample, unsigned sm_count, cudaStream_t st) {
   constexpr uint32_t kRows = ShortTile<KS>::kRows;
   const ShortLayout L = layout_of<T, KS>(kc);
-  auto kernel = fused_short_kernel<T, KS>;
-  // Set on every launch: the attribute belongs to this instantiation only.
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
-        "fused short-row smem");
+  auto kernel = fused_short_kernel<T, KS, false>;
+  auto sampler = fused_short_kernel<T, KS, true>;
+  // Set on every launch: the attribute belongs to each instantiation alone.
+  for (auto* k : {kernel, sampler})
+    check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
+          "fused short-row smem");
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
-  const unsigned used = ceil_div(s.slots, per);
-  const dim3 grid(ceil_div(nq, kBlockQueries<T>), used);
-  kernel<<<grid, kThreads, L.bytes, st>>>(s, static_cast<const T*>(queries), nq, terms, kc, per, cand,
-                                          static_cast<uint64_t>(used) * kc, gth,
-                                          row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows));
+  const unsigned used = ceil_div(s.slots, per), qtiles = ceil_div(nq, kBlockQueries<T>);
+  const CUtensorMap rows = row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows);
+  const uint64_t stride = static_cast<uint64_t>(used) * kc;
+  const auto* q = static_cast<const T*>(queries);
+  // Sampling pass: the first tile of every chunk gives kSamples keys of
+  // distinct rows per query, and each query starts from the kc-th largest of
+  // them instead of from empty lists: the chunks of the first wave each
+  // start cold otherwise, and their first rows are nearly all admissions.
+  // The keys are this kernel's own, so the bound holds exactly. One wave of
+  // blocks, each taking the first tiles of several chunks (a block per
+  // chunk, four waves of one tile each, took 180 us on an H100 at 10000q x
+  // 1M x 128 f16). Chunks of at least four tiles, as for the wide-row kernel.
+  if (sample != nullptr && sampling_on() && per >= 4 * kRows && sample_bound_fits(used * kSamples<KS>)) {
+    const unsigned walkers = std::max(1u, std::min(used, sampling_walkers(sm_count, qtiles)));
+    sampler<<<dim3(qtiles, walkers), kThreads, L.bytes, st>>>(s, q, nq, terms, kc, per, used, cand, stride, gth, sample,
+                                                              rows);
+    MNEMO_CUDA_LAUNCHED("fused_short_kernel (sampling)");
+    launch_sample_bound(sample, used * kSamples<KS>, nq, kc, gth, st);
+  }
+  kernel<<<dim3(qtiles, used), kThreads, L.bytes, st>>>(s, q, nq, terms, kc, per, used, cand, stride, gth, nullptr,
+                                                        rows);
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
   return used;
 }
 
 template <class T>
 unsigned launch_typed(const StoreRef& s, const void* queries, const float2* terms, uint32_t nq, uint32_t kc,
-                      unsigned chunks, Cand* cand, unsigned* gth, cudaStream_t st) {
+                      unsigned chunks, Cand* cand, unsigned* gth, float* sample, unsigned sms, cudaStream_t st) {
   switch (ksteps_for(s.ld * sizeof(T), s.dtype)) {
-    case 4: return launch_ks<T, 4>(s, queries, terms, nq, kc, chunks, cand, gth, st);
-    case 8: return launch_ks<T, 8>(s, queries, terms, nq, kc, chunks, cand, gth, st);
+    case 4: return launch_ks<T, 4>(s, queries, terms, nq, kc, chunks, cand, gth, sample, sms, st);
+    case 8: return launch_ks<T, 8>(s, queries, terms, nq, kc, chunks, cand, gth, sample, sms, st);
     default:
-      if constexpr (sizeof(T) == 4) return launch_ks<T, 16>(s, queries, terms, nq, kc, chunks, cand, gth, st);
+      if constexpr (sizeof(T) == 4)
+        return launch_ks<T, 16>(s, queries, terms, nq, kc, chunks, cand, gth, sample, sms, st);
       fail(Code::internal, "fused short-row kernel: row too long");
   }
 }
@@ -604,14 +705,21 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
   return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
 }
 
+size_t fused_short_sample_bytes(uint32_t nq, unsigned chunks, DType t, uint64_t ld) {
+  return static_cast<size_t>(nq) * chunks * tile_rows(ksteps_for(ld * dtype_size(t), t)) / 2 * 4;
+}
+
 unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const void* terms, uint32_t nq, uint32_t kc,
-                                 unsigned chunks, Cand* cand, unsigned* thresholds, cudaStream_t st) {
+                                 unsigned chunks, Cand* cand, unsigned* thresholds, float* sample, unsigned sm_count,
+                                 cudaStream_t st) {
   const auto* tm = static_cast<const float2*>(terms);
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
   switch (s.dtype) {
-    case DType::f16: return launch_typed<__half>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
-    case DType::bf16: return launch_typed<__nv_bfloat16>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
-    default: return launch_typed<float>(s, queries, tm, nq, kc, chunks, cand, thresholds, st);
+    case DType::f16:
+      return launch_typed<__half>(s, queries, tm, nq, kc, chunks, cand, thresholds, sample, sm_count, st);
+    case DType::bf16:
+      return launch_typed<__nv_bfloat16>(s, queries, tm, nq, kc, chunks, cand, thresholds, sample, sm_count, st);
+    default: return launch_typed<float>(s, queries, tm, nq, kc, chunks, cand, thresholds, sample, sm_count, st);
   }
 }
 

@@ -293,7 +293,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // fewer query tiles: both sizes bound the buffers.
     auto sample_bytes = [&](uint64_t n) -> size_t {
       const auto n32 = static_cast<uint32_t>(n);
-      return n ? fused_wide_sample_bytes(n32, chunks_for(n32)) : 0;
+      if (n == 0) return 0;
+      return fused == Fused::wide ? fused_wide_sample_bytes(n32, chunks_for(n32))
+                                  : fused_short_sample_bytes(n32, chunks_for(n32), s.dtype, ld);
     };
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
@@ -304,7 +306,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
                  o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
-                 o_samp = ar.add(fused == Fused::wide ? std::max(sample_bytes(qc), sample_bytes(nq % qc)) : 0),
+                 o_samp = ar.add(fused == Fused::wide || fused == Fused::short_rows
+                                     ? std::max(sample_bytes(qc), sample_bytes(nq % qc))
+                                     : 0),
                  o_unit = ar.add(unit_f32 ? qc * ld * 4 : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
@@ -321,7 +325,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       }
       unsigned used;
       switch (fused) {
-        case Fused::short_rows: used = launch_fused_short_topk(s, qm, terms, n, kc, chunks, cand, thr, st); break;
+        case Fused::short_rows:
+          used = launch_fused_short_topk(s, qm, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), sms, st);
+          break;
         case Fused::wide:
           used =
               launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);
