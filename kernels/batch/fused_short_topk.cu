@@ -67,9 +67,10 @@ struct ShortTile {
 };
 
 // Sampled keys a chunk per query in the sampling pass: one per two rows of
-// the chunk's first tile.
+// the chunk's first tile (also sizes the host's sample buffer).
+constexpr uint32_t chunk_samples(int ks) { return tile_rows(ks) / 2; }
 template <int KS>
-constexpr uint32_t kSamples = ShortTile<KS>::kRows / 2;
+constexpr uint32_t kSamples = chunk_samples(KS);
 
 // The tiles a block scans: tile t starts at row lo + t * step and ends at
 // the tile's size or `end`. A chunk's block walks the chunk's tiles; a
@@ -629,12 +630,12 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, 
                    unsigned chunks, Cand* cand, unsigned* gth, float* sample, unsigned sm_count, cudaStream_t st) {
   constexpr uint32_t kRows = ShortTile<KS>::kRows;
   const ShortLayout L = layout_of<T, KS>(kc);
-  auto kernel = fused_short_kernel<T, KS, false>;
-  auto sampler = fused_short_kernel<T, KS, true>;
   // Set on every launch: the attribute belongs to each instantiation alone.
-  for (auto* k : {kernel, sampler})
+  auto prepared = [&](auto* k) {
     check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.bytes)),
           "fused short-row smem");
+    return k;
+  };
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
   const unsigned used = ceil_div(s.slots, per), qtiles = ceil_div(nq, kBlockQueries<T>);
   const CUtensorMap rows = row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows);
@@ -650,13 +651,13 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, 
   // 1M x 128 f16). Chunks of at least four tiles, as for the wide-row kernel.
   if (sample != nullptr && sampling_on() && per >= 4 * kRows && sample_bound_fits(used * kSamples<KS>)) {
     const unsigned walkers = std::max(1u, std::min(used, sampling_walkers(sm_count, qtiles)));
-    sampler<<<dim3(qtiles, walkers), kThreads, L.bytes, st>>>(s, q, nq, terms, kc, per, used, cand, stride, gth, sample,
-                                                              rows);
+    prepared(fused_short_kernel<T, KS, true>)<<<dim3(qtiles, walkers), kThreads, L.bytes, st>>>(
+        s, q, nq, terms, kc, per, used, cand, stride, gth, sample, rows);
     MNEMO_CUDA_LAUNCHED("fused_short_kernel (sampling)");
     launch_sample_bound(sample, used * kSamples<KS>, nq, kc, gth, st);
   }
-  kernel<<<dim3(qtiles, used), kThreads, L.bytes, st>>>(s, q, nq, terms, kc, per, used, cand, stride, gth, nullptr,
-                                                        rows);
+  prepared(fused_short_kernel<T, KS, false>)<<<dim3(qtiles, used), kThreads, L.bytes, st>>>(
+      s, q, nq, terms, kc, per, used, cand, stride, gth, nullptr, rows);
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
   return used;
 }
@@ -706,7 +707,7 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
 }
 
 size_t fused_short_sample_bytes(uint32_t nq, unsigned chunks, DType t, uint64_t ld) {
-  return static_cast<size_t>(nq) * chunks * tile_rows(ksteps_for(ld * dtype_size(t), t)) / 2 * 4;
+  return static_cast<size_t>(nq) * chunks * chunk_samples(ksteps_for(ld * dtype_size(t), t)) * 4;
 }
 
 unsigned launch_fused_short_topk(const StoreRef& s, const void* queries, const void* terms, uint32_t nq, uint32_t kc,

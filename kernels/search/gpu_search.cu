@@ -294,8 +294,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     auto sample_bytes = [&](uint64_t n) -> size_t {
       const auto n32 = static_cast<uint32_t>(n);
       if (n == 0) return 0;
-      return fused == Fused::wide ? fused_wide_sample_bytes(n32, chunks_for(n32))
-                                  : fused_short_sample_bytes(n32, chunks_for(n32), s.dtype, ld);
+      if (fused == Fused::wide) return fused_wide_sample_bytes(n32, chunks_for(n32));
+      if (fused == Fused::short_rows) return fused_short_sample_bytes(n32, chunks_for(n32), s.dtype, ld);
+      return 0;  // the first fused kernel has no sampling pass
     };
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(cand_bytes(qc), cand_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
@@ -306,9 +307,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
                  o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
-                 o_samp = ar.add(fused == Fused::wide || fused == Fused::short_rows
-                                     ? std::max(sample_bytes(qc), sample_bytes(nq % qc))
-                                     : 0),
+                 o_samp = ar.add(std::max(sample_bytes(qc), sample_bytes(nq % qc))),
                  o_unit = ar.add(unit_f32 ? qc * ld * 4 : 0);
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
