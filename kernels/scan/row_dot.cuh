@@ -67,8 +67,6 @@ struct SlotMeta {
   bool live;
   float norm, norm2;  // norm2: squared norm, for L2 by expansion
   float bias;         // the bias, or with activation the memory terms (extra)
-  double t = 0.0;     // activation: the memory's time and importance, as
-  float imp = 0.0f;   // loaded (slot_loads), until activate folds them in
 };
 
 // Slot is searchable: live and allowed.
@@ -78,35 +76,18 @@ __device__ __forceinline__ bool slot_live(const StoreRef& s, uint32_t slot) {
 
 // ACT = false compiles the plain key alone (the fused scan's instances for
 // plain searches keep their registers); true reads s.act at run time.
-// slot_loads issues the slot's loads only; activate then computes the
-// memory terms from them. A scan calls activate after its row's sums:
-// computed at the load, the age waited on its load before the row's loads
-// were issued (one more memory round trip a step).
 template <bool ACT = true>
-__device__ __forceinline__ SlotMeta slot_loads(const StoreRef& s, uint32_t slot) {
+__device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
   SlotMeta m;
   m.live = slot_live(s, slot);
   const float nrm = s.metric != KeyMetric::dot ? s.norms[slot] : 0.0f;
   m.norm = nrm;
   m.norm2 = nrm * nrm;
   m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
-  if (ACT && s.act) {
-    m.t = s.times[slot];
-    m.imp = s.importance[slot];
-  }
-  return m;
-}
-
-// The CPU's activation_extra_of, with the same operations.
-template <bool ACT = true>
-__device__ __forceinline__ void activate(const StoreRef& s, SlotMeta& m) {
-  if (ACT && s.act) m.bias = activation_extra(s.w_rec, recency(s.now, m.t, s.inv_half_life), s.w_imp, m.imp, m.bias);
-}
-
-template <bool ACT = true>
-__device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) {
-  SlotMeta m = slot_loads<ACT>(s, slot);
-  activate<ACT>(s, m);
+  // The CPU's activation_extra_of, with the same operations.
+  if (ACT && s.act)
+    m.bias =
+        activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], m.bias);
   return m;
 }
 

@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kThreads)
       } else {
         slot[r] = x < s.slots ? x : row;
       }
-      m[r] = slot_loads<true>(s, slot[r]);
+      m[r] = slot_meta<true>(s, slot[r]);
       m[r].live = m[r].live && x < n_rows;
       rows[r] = base + slot[r] * row_bytes;
     }
@@ -135,7 +135,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       if (!m[r].live) continue;
-      activate<true>(s, m[r]);
 #pragma unroll
       for (int q = 0; q < QB; ++q) {
         if (q >= static_cast<int>(nq)) break;

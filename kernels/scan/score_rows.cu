@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
       const uint32_t x = row + r * stride;
       have[r] = x < s.slots;
       slot[r] = have[r] ? x : row;
-      m[r] = slot_loads<ACT>(s, slot[r]);
+      m[r] = slot_meta<ACT>(s, slot[r]);
       rows[r] = base + slot[r] * row_bytes;
     }
     float acc[R][QB];
@@ -52,7 +52,6 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       // Lane q writes query q's key (every lane holds every sum).
       if (!have[r] || lane >= QB || lane >= static_cast<int>(nq)) continue;
-      activate<ACT>(s, m[r]);
       float v = acc[r][0];
 #pragma unroll
       for (int q = 1; q < QB; ++q)
