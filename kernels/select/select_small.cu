@@ -81,11 +81,24 @@ __global__ void __launch_bounds__(kThreads)
 template <class List>
 __device__ void merge_block(List& l, const Cand* c, uint64_t m, uint32_t k, const uint64_t* ids, Cand* lists,
                             int* counts, Cand* out, int warp, int lane) {
-  for (uint64_t b = static_cast<uint64_t>(warp) * 32; b < m; b += kWarps * 32) {
-    const uint64_t j = b + lane;
-    const bool has = j < m;
-    const Cand x = has ? c[j] : empty_cand();
-    l.offer(has && x.slot != kNoSlot, x.key, x.slot, ids, lane);
+  // kAhead of the warp's batches loaded before any is offered (in the same
+  // order as one at a time, so the same answers): one at a time, each batch
+  // waited a memory round trip. 100 queries' merge of 261 chunk lists of 26:
+  // 46.4-47.2 us before, 39.0 us after (H100).
+  constexpr int kAhead = 8;
+  constexpr uint64_t kStep = kWarps * 32;
+  for (uint64_t b0 = static_cast<uint64_t>(warp) * 32; b0 < m; b0 += kAhead * kStep) {
+    Cand x[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const uint64_t j = b0 + u * kStep + lane;
+      x[u] = j < m ? c[j] : empty_cand();
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      if (b0 + u * kStep >= m) break;  // warp-uniform
+      l.offer(x[u].slot != kNoSlot, x[u].key, x[u].slot, ids, lane);
+    }
   }
   l.store(lists + warp * k, k, lane);
   if (lane == 0) counts[warp] = l.n;
