@@ -301,19 +301,17 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // f32 cosine queries for the short-row kernel: a unit-length copy of the
     // chunk (16-bit copies were made unit length above).
     const bool unit_f32 = fused == Fused::short_rows && s.dtype == DType::f32 && s.metric == KeyMetric::cosine;
+    auto unit_bytes = [&](uint64_t n) -> uint64_t { return unit_f32 ? n * ld * 4 : 0; };
     // Everything a query chunk needs (lists, sampling keys, thresholds, the
     // unit copy) stays within half the workspace.
-    auto chunk_bytes = [&](uint64_t n) -> uint64_t {
-      return cand_bytes(n) + sample_bytes(n) + n * 4 + (unit_f32 ? n * ld * 4 : 0);
-    };
+    auto chunk_bytes = [&](uint64_t n) -> uint64_t { return cand_bytes(n) + sample_bytes(n) + n * 4 + unit_bytes(n); };
     uint64_t qc = std::min<uint64_t>(nq, 1u << 20);
     while (qc > 64 && std::max(chunk_bytes(qc), chunk_bytes(nq % qc)) > budget / 2) qc = (qc + 1) / 2;
     Arena ar;
     // One entry past the last slot: the short-row kernel copies terms in pairs.
     const size_t o_terms = ar.add((static_cast<uint64_t>(slots) + 1) * 8),
                  o_cand = ar.add(std::max(cand_bytes(qc), cand_bytes(nq % qc))), o_thr = ar.add(qc * 4),
-                 o_samp = ar.add(std::max(sample_bytes(qc), sample_bytes(nq % qc))),
-                 o_unit = ar.add(unit_f32 ? qc * ld * 4 : 0);
+                 o_samp = ar.add(std::max(sample_bytes(qc), sample_bytes(nq % qc))), o_unit = ar.add(unit_bytes(qc));
     void* w = ctx.scratch(ar.size());
     Cand* cand = at<Cand>(w, o_cand);
     void* terms = at<void>(w, o_terms);
