@@ -84,8 +84,9 @@ __device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) 
   m.norm = nrm;
   m.norm2 = nrm * nrm;
   m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
-  // The CPU's activation_extra_of, with the same operations.
-  if (ACT && s.act)
+  // The CPU's activation_extra_of, with the same operations (done ahead
+  // of the scan where act_in_bias).
+  if (ACT && s.act && !s.act_in_bias)
     m.bias =
         activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], m.bias);
   return m;

@@ -118,6 +118,21 @@ bool scan_tail_merge() {
   return on;
 }
 
+// Whether a flat activation search over `slots` slots forms the memory terms
+// in a pass ahead of the scan. On an H200, 1q x 768 f32, activation over
+// plain was 1.043x ahead against 1.065x inline at 2^17 slots, 1.007x against
+// 1.040-1.046x at 1M (the pass: 6-6.6 us). Smaller stores keep the inline
+// terms, unmeasured against the pass's launch. MNEMO_ACT_TERMS = 0 / 1
+// overrides it (for measuring).
+bool act_terms_wanted(uint32_t slots) {
+  static const int forced = [] {
+    const char* e = std::getenv("MNEMO_ACT_TERMS");
+    return e ? std::atoi(e) : -1;
+  }();
+  if (forced >= 0) return forced != 0;
+  return slots >= (1u << 17);
+}
+
 }  // namespace
 
 void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const float* q, const float* qn, uint64_t nq,
@@ -473,6 +488,10 @@ void CudaBackend::search(const SearchArgs& a) {
     ivf.max_rows = static_cast<uint32_t>(std::min<uint64_t>(slots, probe->nprobe * longest + hot));
     ivf_scan = ivf_scans(ivf.max_rows, a.k, normalized);
   }
+  // Flat activation searches over many slots take every slot's memory terms
+  // from one pass ahead of the search (4 bytes a slot, read as a bias), so
+  // the scan's steps do not wait on the time's load and the recency's power.
+  const bool act_terms = s.act && !probe && act_terms_wanted(slots);
   // Device queries whose rows are already ld long (and 16-byte aligned, as
   // checked by the ABI) are read in place; others get one padded copy.
   const bool copy_q = !dev || ld != v.dim;
@@ -494,6 +513,7 @@ void CudaBackend::search(const SearchArgs& a) {
                o_spans = io.add(ivf_scan ? nq * (np + 1) * 8 : 0),
                o_bits = io.add(probe && !ivf_scan ? nq * ivf_words(ivf.nlist) * 4 : 0),
                o_offsets = io.add(probe && !probe->device_offsets ? (ivf.nlist + 1) * 8ull : 0);
+  const size_t o_extra = io.add(act_terms ? slots * 4ull : 0);
   if (dev) {
     need_device_memory(a.queries, "queries", cfg_.device_id);
     if (!a.place.peer_outputs) {
@@ -525,6 +545,13 @@ void CudaBackend::search(const SearchArgs& a) {
   const float* q = copy_q ? at<float>(iob.get(), o_q) : a.queries;
   float* qn = at<float>(iob.get(), o_qn);
   if (a.allow) s.allow = at<uint64_t>(iob.get(), o_allow);
+  float* extra = act_terms ? at<float>(iob.get(), o_extra) : nullptr;
+  StoreRef flat = s;
+  if (act_terms) {
+    flat.biases = extra;
+    flat.apply_bias = true;
+    flat.act_in_bias = true;
+  }
   if (probe) {
     ivf.offsets = probe->device_offsets ? static_cast<const uint64_t*>(probe->device_offsets)
                                         : at<uint64_t>(iob.get(), o_offsets);
@@ -599,8 +626,10 @@ void CudaBackend::search(const SearchArgs& a) {
     else if (normalized)
       normalized_device_search(*ctx, st, s, a.act, q, qn, nq, a.k, k_out, cfg_.workspace_bytes, sm_count_, d_ids,
                                d_scores);
-    else
-      device_search(*ctx, st, s, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+    else {
+      if (act_terms) launch_activation_terms(s, extra, st);
+      device_search(*ctx, st, flat, q, qn, nq, a.k, k_out, fast, cfg_.workspace_bytes, sm_count_, d_ids, d_scores);
+    }
     if (check_inside) launch_poison_bad_rows(bad, nq, a.k, a.ids, a.scores, a.place.device_status, st);
     if (results && !scan_call)
       MNEMO_CUDA_CHECK(cudaMemcpyAsync(staged, d_ids, nq * emit_k * 12, cudaMemcpyDeviceToHost, st));

@@ -83,6 +83,16 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
   dots[i] = key_of<ACT>(s, sum, qnorms[q], m);
 }
 
+// One thread a slot: the memory terms that slot_meta would compute inline,
+// with the same operations, so the keys do not change by a bit. Dead slots
+// get terms too (their keys are never formed).
+__global__ void activation_terms_kernel(StoreRef s, float* __restrict__ extra) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= s.slots) return;
+  const float bias = s.apply_bias ? s.biases[i] : 0.0f;
+  extra[i] = activation_extra(s.w_rec, recency(s.now, s.times[i], s.inv_half_life), s.w_imp, s.importance[i], bias);
+}
+
 __global__ void f16_misfit_kernel(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result) {
   const uint64_t r = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -111,6 +121,12 @@ void launch_find_f16_misfit(const float* q, uint64_t nq, uint64_t dim, unsigned 
   if (nq == 0) return;
   f16_misfit_kernel<<<ceil_div(nq * 32, 256), 256, 0, st>>>(q, nq, dim, result);
   MNEMO_CUDA_LAUNCHED("f16_misfit_kernel");
+}
+
+void launch_activation_terms(const StoreRef& s, float* extra, cudaStream_t st) {
+  if (s.slots == 0) return;
+  activation_terms_kernel<<<ceil_div(s.slots, 256), 256, 0, st>>>(s, extra);
+  MNEMO_CUDA_LAUNCHED("activation_terms_kernel");
 }
 
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st, unsigned* bad) {

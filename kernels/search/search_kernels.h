@@ -39,6 +39,9 @@ struct StoreRef {
   const double* times = nullptr;
   const float* importance = nullptr;
   bool act = false;
+  // Set when biases holds every slot's memory terms (launch_activation_terms):
+  // the scans then read 4 bytes a slot and skip the recency's power.
+  bool act_in_bias = false;
   float w_rel = 1.0f, w_rec = 0.0f, w_imp = 0.0f;
   double now = 0.0, inv_half_life = 0.0;
 };
@@ -217,6 +220,9 @@ void launch_negate(float* x, uint64_t n, cudaStream_t st);
 
 // Query norms (f32) and conversions.
 // bad (or null): bad[r] set non-zero where row r holds NaN or infinity.
+// extra[slot] = the memory terms of every slot (the bias included where
+// s.apply_bias), as slot_meta computes them inline, for a search of s.act.
+void launch_activation_terms(const StoreRef& s, float* extra, cudaStream_t st);
 void launch_row_norms(const float* q, uint32_t nq, uint64_t ld, float* norms, cudaStream_t st, unsigned* bad = nullptr);
 void launch_f32_to(DType t, const float* src, void* dst, uint64_t n, cudaStream_t st);
 // As launch_f32_to for `rows` rows of ld (t may be f32 too), each divided by

@@ -485,6 +485,45 @@ TEST(GpuActivationCases, QueryChunksOfASmallWorkspace) {
   }
 }
 
+// Stores of 2^17 slots or more form every slot's memory terms in a pass
+// ahead of the scan (read as a bias); smaller ones form them inline. Both
+// sides of that size against the reference and the CPU, with and without
+// the memories' own biases, one query (the scan) and a batch, with a filter.
+TEST(GpuActivationCases, TermsAheadOfTheScanAtBothSizes) {
+  REQUIRE_CUDA(gpu, MNEMO_PRECISION_EXACT, 0);
+  auto cpu = runtime_on(MNEMO_BACKEND_CPU);
+  ASSERT_TRUE(cpu);
+  auto rng = mt::rng_for_test();
+  struct Case {
+    size_t n;
+    int32_t metric;
+  };
+  for (const Case c :
+       {Case{120011, MNEMO_METRIC_COSINE}, Case{150001, MNEMO_METRIC_COSINE}, Case{150001, MNEMO_METRIC_L2SQ}}) {
+    const size_t n = c.n;
+    const int32_t metric = c.metric;
+    Stores st(rng, 13, MNEMO_DTYPE_F32, metric, n, {gpu.get(), cpu.get()});
+    ASSERT_TRUE(st.ok());
+    for (const size_t nq : {size_t{1}, size_t{3}, size_t{33}}) {
+      const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, 13);
+      for (const bool bias : {false, true}) {
+        Act a = random_act(rng, metric, false);
+        a.bias = bias;
+        const std::string what = "n" + std::to_string(n) + " q" + std::to_string(nq) + (bias ? " bias" : "");
+        check_search(st, q, 10, a, what);
+        std::set<uint64_t> keep;
+        Buf<uint64_t> allow(50);
+        for (size_t i = 0; i < 50; ++i) keep.insert(allow[i] = st.ids[(i * 2311) % st.ids.size()]);
+        mnemo_search_options o = options(a);
+        o.filter_kind = MNEMO_FILTER_IDS;
+        o.filter_ids = allow.data();
+        o.filter_count = 50;
+        check_search(st, q, 7, a, what + " filter", &o, &keep);
+      }
+    }
+  }
+}
+
 // Normalised ranges equal to one half: equal times and importances.
 TEST(GpuActivationCases, EqualTimesAndImportancesNormalizeToOneHalf) {
   REQUIRE_CUDA(gpu, MNEMO_PRECISION_EXACT, 0);
