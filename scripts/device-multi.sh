@@ -27,8 +27,15 @@ case "$mode" in
     gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
     echo "===== sharded-store GPU tests and staged uploads, all $gpus GPUs" >>"$log"
     timeout 420 bash scripts/device-test.sh exec .device/bin/mnemo_gpu_tests --gtest_brief=1 \
-      '--gtest_filter=*GpuShards*:*GpuUpload*' >>"$log" 2>&1
+      '--gtest_filter=*GpuShards*:*GpuUpload*:GpuActivationCases.Sharded*' >>"$log" 2>&1
     tests_rc=$?
+    # Sharded activation searches with every shard's memory terms formed
+    # ahead of its scan (by default only from 2^17 slots a shard).
+    echo "===== sharded activation searches, terms ahead forced, all $gpus GPUs" >>"$log"
+    timeout 300 bash scripts/device-test.sh exec env MNEMO_ACT_TERMS=1 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+      '--gtest_filter=GpuActivationCases.Sharded*:GpuShardsDevice.ActivationAndTouch' >>"$log" 2>&1
+    rc1=$?
+    [ "$tests_rc" -eq 0 ] && tests_rc=$rc1
     if [ "$gpus" -gt 2 ]; then
       # The same store over two of them.
       echo "===== sharded-store GPU tests, 2 GPUs" >>"$log"
