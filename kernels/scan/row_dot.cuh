@@ -74,6 +74,14 @@ __device__ __forceinline__ bool slot_live(const StoreRef& s, uint32_t slot) {
   return s.all_live || (s.ids[slot] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull)));
 }
 
+// A slot's memory terms over `bias`: the CPU's activation_extra_of, with the
+// same operations. slot_meta forms them inline; launch_activation_terms
+// ahead of the scan (StoreRef::act_in_bias). One function, so both give the
+// same bits.
+__device__ __forceinline__ float slot_extra(const StoreRef& s, uint32_t slot, float bias) {
+  return activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], bias);
+}
+
 // ACT = false compiles the plain key alone (the fused scan's instances for
 // plain searches keep their registers); true reads s.act at run time.
 template <bool ACT = true>
@@ -84,11 +92,7 @@ __device__ __forceinline__ SlotMeta slot_meta(const StoreRef& s, uint32_t slot) 
   m.norm = nrm;
   m.norm2 = nrm * nrm;
   m.bias = s.apply_bias ? s.biases[slot] : 0.0f;
-  // The CPU's activation_extra_of, with the same operations (done ahead
-  // of the scan where act_in_bias).
-  if (ACT && s.act && !s.act_in_bias)
-    m.bias =
-        activation_extra(s.w_rec, recency(s.now, s.times[slot], s.inv_half_life), s.w_imp, s.importance[slot], m.bias);
+  if (ACT && s.act && !s.act_in_bias) m.bias = slot_extra(s, slot, m.bias);
   return m;
 }
 

@@ -83,14 +83,13 @@ __global__ void finish_keys_kernel(StoreRef s, const float* qnorms, uint32_t nq,
   dots[i] = key_of<ACT>(s, sum, qnorms[q], m);
 }
 
-// One thread a slot: the memory terms that slot_meta would compute inline,
-// with the same operations, so the keys do not change by a bit. Dead slots
-// get terms too (their keys are never formed).
+// One thread a slot: the memory terms that slot_meta would form inline
+// (slot_extra), so the keys do not change by a bit. Dead slots get terms too
+// (their keys are never formed).
 __global__ void activation_terms_kernel(StoreRef s, float* __restrict__ extra) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= s.slots) return;
-  const float bias = s.apply_bias ? s.biases[i] : 0.0f;
-  extra[i] = activation_extra(s.w_rec, recency(s.now, s.times[i], s.inv_half_life), s.w_imp, s.importance[i], bias);
+  extra[i] = slot_extra(s, i, s.apply_bias ? s.biases[i] : 0.0f);
 }
 
 __global__ void f16_misfit_kernel(const float* q, uint64_t nq, uint64_t dim, unsigned long long* result) {
