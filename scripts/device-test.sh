@@ -319,12 +319,24 @@ run() {
   # the environment) and torch, then where a call's time goes.
   if [ "$part" = user ] || [ "$part" = all ]; then
     py_ext
-    # MNEMO_USER_PART=single or batches: one half of the benchmark, no profile.
-    step "user benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
-      --out "$out/user_bench.jsonl" --part "${MNEMO_USER_PART:-all}"
-    if [ -z "${MNEMO_USER_PART:-}" ]; then
+    local upart=${MNEMO_USER_PART:-}
+    # MNEMO_USER_PART=single or batches: one half of the benchmark, no
+    # profile; =activation: the activation rows alone.
+    if [ "$upart" != activation ]; then
+      step "user benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
+        --out "$out/user_bench.jsonl" --part "${upart:-all}"
+    fi
+    if [ -z "$upart" ]; then
       step "user profile" 120 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/user_bench.py \
         --profile --out "$out/user_profile.jsonl"
+    fi
+    # Activation against plain search from Python, beside torch: the memory
+    # terms ahead of the scan (the default at 1M), then inside it.
+    if [ -z "$upart" ] || [ "$upart" = activation ]; then
+      step "activation as users call it" 240 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" \
+        python3 bench/gpu/activation_user.py "$out/activation_user.jsonl"
+      step "activation as users call it (terms inside the scan)" 240 env "${pyenv[@]}" MNEMO_ACT_TERMS=0 \
+        PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/activation_user.py "$out/activation_user.jsonl"
     fi
   fi
   # The inverted-file index against its exact scan and cuVS IVF-Flat (where
