@@ -2,6 +2,7 @@
 // non-finite), valid lengths and bad arguments: the status is one the
 // arguments allow, a failure writes nothing, and a success follows the
 // header's interpolation rule on every element.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -25,7 +26,10 @@ double pick_time(FuzzedDataProvider& fdp, const std::vector<double>& seen, int32
   if (r < 7) return static_cast<double>(fdp.ConsumeIntegralInRange<int>(-20, 20)) / 4.0;
   if (r < 9) {
     const double v = fz::hurt_float(fdp);
-    return tdt == MNEMO_DTYPE_F64 && fdp.ConsumeBool() ? v * 1e280 : v;  // f64 times beyond f32 range
+    // f64 times beyond f32 range; clamped, as a huge v times 1e280 passes
+    // DBL_MAX and this branch draws finite times.
+    const double big = std::numeric_limits<double>::max();
+    return tdt == MNEMO_DTYPE_F64 && fdp.ConsumeBool() ? std::clamp(v * 1e280, -big, big) : v;
   }
   return fz::maybe_non_finite(fdp, 3);
 }
