@@ -447,8 +447,15 @@ void run_resample(FuzzedDataProvider& fdp, int32_t ddt) {
     for (uint64_t i = 0; i < n_src; ++i) {
       if (i > 0) {
         const int g = fdp.ConsumeIntegralInRange<int>(0, 6);
+        // The scale drawn before the fraction, in statements of their own:
+        // the operands of * are unsequenced, and the replay's compiler could
+        // read the input in another order than the fuzzer's (clang) did.
+        auto scaled_fraction = [&fdp] {
+          const double scale = std::ldexp(1.0, pick_exponent(fdp));
+          return scale * fdp.ConsumeProbability<double>();
+        };
         const double gap = g == 0   ? 0.0
-                           : g == 1 ? std::ldexp(1.0, pick_exponent(fdp)) * fdp.ConsumeProbability<double>()
+                           : g == 1 ? scaled_fraction()
                            : g == 2 ? top * (2 * fdp.ConsumeProbability<double>())
                                     : fdp.ConsumeProbability<double>();
         t = std::min(g == 6 ? t + 0.75 * top + 0.75 * top : t + gap, top);
