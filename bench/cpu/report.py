@@ -1,10 +1,12 @@
 """Turns the rows of one CPU benchmark run (mnemo, FAISS, numpy, floors) into
 the results: JSON lines with the ratios to each peer, the markdown table
-(printed, and written into the CPU section of docs/benchmarks.md) and a bar
-chart of the ratios.
+(printed) and a bar chart of the ratios; then bench/report.py notes the run in
+bench/results/runs.json and rewrites the page (BENCHMARKS_MD) from the results.
 Usage: report.py RUN_JSONL RESULTS_JSONL BENCHMARKS_MD PLOT_PNG COMMAND"""
 import json
+import os
 import re
+import subprocess
 import sys
 
 # Issue targets: (kind, threshold). pct: % of the measured floor; peer name:
@@ -102,26 +104,25 @@ def main(run_path, results_path, md_path, png_path, command):
     missed = [v for v in verdicts if not v[1]]
     print(f"targets: {len(verdicts) - len(missed)} met, {len(missed)} missed")
 
-    # The table goes between the markers of the CPU section; the prose
-    # around it is written by hand.
-    with open(md_path) as f:
-        md = f.read()
-    begin, end = "<!-- cpu-table:begin -->", "<!-- cpu-table:end -->"
-    block = f"{begin}\nMade by `{command}`; load average before the run: {floors.get('load', '?')}.\n\n{table}{end}"
-    if begin in md and end in md:
-        md = md[:md.index(begin)] + block + md[md.index(end) + len(end):]
-    else:
-        md = md.rstrip() + "\n\n" + block + "\n"
-    with open(md_path, "w") as f:
-        f.write(md)
-
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        plot(mnemo, floors["threads"], png_path, plt)
     except ImportError:
         print("matplotlib missing: no plot written")
-        return
+
+    # The page is rendered from bench/results/ by bench/report.py, which
+    # notes this run (date, command) in bench/results/runs.json.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = [sys.executable, os.path.join(root, "bench", "report.py"), "--page", md_path, "--no-pictures"]
+    if os.path.dirname(os.path.abspath(results_path)) == os.path.join(root, "bench", "results"):
+        args += ["--record", os.path.basename(results_path), command]
+    subprocess.run(args, check=True)
+
+
+def plot(mnemo, threads, png_path, plt):
+    """The bar chart of the ratios: peer time / mnemo time, a bar a peer."""
     labels, series = [], {}
     for r in mnemo:
         if not r["ratio_vs"]:
@@ -143,7 +144,7 @@ def main(run_path, results_path, md_path, png_path, command):
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(labels))])
     ax.set_xticklabels(labels, rotation=25, ha="right", fontsize=8)
     ax.set_ylabel("peer time / mnemo time (log)")
-    ax.set_title(f"mnemo CPU backend vs peers, {floors['threads']} threads, same run")
+    ax.set_title(f"mnemo CPU backend vs peers, {threads} threads, same run")
     ax.legend()
     fig.tight_layout()
     fig.savefig(png_path, dpi=110)

@@ -52,6 +52,12 @@ def main() -> None:
     except ImportError:
         print("(no matplotlib: no plot)")
         return
+    plot(rows, os.path.join(out_dir, "multi-gpu-scaling.png"), plt)
+
+
+def plot(rows, png, plt):
+    """Relative to one GPU by GPU count (bench/report.py draws
+    docs/multi-gpu-scaling.png with it from bench/results/h200x4-multi-gpu.jsonl)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, label in (("strong_1000q", "strong scaling, 1000q x 2M FAST"), ("add", "add throughput")):
         pts = sorted((r["gpus"], 1 / r["ratio"]) for r in rows if r["bench"] == name)
@@ -68,7 +74,7 @@ def main() -> None:
     ax.set_title("mnemo sharded store, 768-d f32")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "multi-gpu-scaling.png"), dpi=110)
+    fig.savefig(png, dpi=110)
 
 
 if __name__ == "__main__":

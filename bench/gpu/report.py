@@ -115,23 +115,29 @@ def main(mnemo_path, torch_path, out_dir):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        labels, vals = [], []
-        for r in rows:
-            if r["impl"].startswith("torch") or not r["ratio_vs"]:
-                continue
-            labels.append(f"{r['workload']}\n{r['impl']}")
-            vals.append(min(r["ratio_vs"].values()))
-        fig, ax = plt.subplots(figsize=(10, 0.5 * len(labels) + 1.5))
-        ax.barh(range(len(vals)), vals, color=["#2a7" if v >= 1 else "#c44" for v in vals])
-        ax.set_yticks(range(len(vals)))
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.axvline(1.0, color="k", lw=0.8)
-        ax.set_xlabel("speed-up over the best torch variant (torch time / mnemo time)")
-        ax.set_title(f"mnemo vs PyTorch on {device}")
-        fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, "gpu-speedup.png"), dpi=110)
+        plot(rows, device, os.path.join(out_dir, "gpu-speedup.png"), plt)
     except Exception as e:  # the table is the result; the plot is a view of it
         print(f"plot skipped: {e}")
+
+
+def plot(rows, device, png, plt):
+    """Speed-up over the best torch variant, a bar a mnemo row (bench/report.py
+    draws docs/gpu-speedup.png with it from bench/results/h200-latest.jsonl)."""
+    labels, vals = [], []
+    for r in rows:
+        if r["impl"].startswith("torch") or not r["ratio_vs"]:
+            continue
+        labels.append(f"{r['workload']}\n{r['impl']}")
+        vals.append(min(r["ratio_vs"].values()))
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(labels) + 1.5))
+    ax.barh(range(len(vals)), vals, color=["#2a7" if v >= 1 else "#c44" for v in vals])
+    ax.set_yticks(range(len(vals)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xlabel("speed-up over the best torch variant (torch time / mnemo time)")
+    ax.set_title(f"mnemo vs PyTorch on {device}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
 
 
 if __name__ == "__main__":

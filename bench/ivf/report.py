@@ -1,17 +1,15 @@
 """Turns the index benchmarks' rows (cpu_ivf_bench.py, bench/gpu/ivf_bench.py)
-into the "Sublinear recall" section of docs/benchmarks.md (between its
-markers) and the recall / speed plot.
+into tables (printed) and the recall / speed plot; then bench/report.py notes
+the CPU runs in bench/results/runs.json and rewrites the page (BENCHMARKS_MD,
+whose index section it renders from the results in bench/results/).
 Usage: report.py BENCHMARKS_MD PLOT_PNG [TAG RESULTS.jsonl COMMAND PEER]..."""
 import json
 import os
-import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from cpu_ivf_bench import at_recall  # noqa: E402
-
-BEGIN, END = "<!-- ivf:{}:begin -->", "<!-- ivf:{}:end -->"
-
 
 def load(path):
     with open(path) as f:
@@ -54,14 +52,6 @@ def table(rows, peer, cmd, single_target, qps_of_peer):
     return "\n".join(out + lines)
 
 
-def replace(md, tag, body):
-    b, e = BEGIN.format(tag), END.format(tag)
-    block = f"{b}\n{body}\n{e}"
-    if b in md:
-        return re.sub(re.escape(b) + ".*?" + re.escape(e), lambda _: block, md, flags=re.S)
-    return md + "\n" + block + "\n"
-
-
 def plot(png, sets):
     import matplotlib
     matplotlib.use("Agg")
@@ -92,27 +82,32 @@ def plot(png, sets):
 
 def main(argv):
     """argv: BENCHMARKS_MD PLOT_PNG, then groups TAG PATH COMMAND PEER (peer:
-    faiss or cuvs); each fills the section between the TAG markers."""
+    faiss or cuvs); each group's table is printed under its TAG."""
     md_path, png = argv[0], argv[1]
-    sets = []
-    with open(md_path) as f:
-        md = f.read()
+    sets, measured = [], []
     for i in range(2, len(argv), 4):
         tag, path, cmd, peer = argv[i:i + 4]
         rows = load(path)
         r0 = rows[0]
         if peer == "faiss":
-            md = replace(md, tag, table(rows, peer, cmd, "target >= 20x", "target >= 1, same threads"))
+            print(f"== {tag}\n" + table(rows, peer, cmd, "target >= 20x", "target >= 1, same threads") + "\n")
             what = "image patches" if r0.get("data") == "patches" else "mixture"
             sets.append((f"CPU {r0['threads']} threads: {r0['n']:,} x {r0['dim']} f32 {what}", rows, peer))
+            measured.append((path, cmd))  # the CPU groups are this run's; a GPU group is the last GPU run
         else:
-            md = replace(md, tag, table(rows, peer, cmd, "target <= 0.15 ms and >= 20x", "target >= 1, same run"))
+            print(f"== {tag}\n" + table(rows, peer, cmd, "target <= 0.15 ms and >= 20x", "target >= 1, same run")
+                  + "\n")
             sets.append((f"{r0['gpu']}: {r0['n']:,} x {r0['dim']} f16, centre scale {r0.get('centre_scale', 1)}",
                          rows, peer))
-    with open(md_path, "w") as f:
-        f.write(md)
     if sets:
         plot(png, sets)
+    # The page is rendered from bench/results/ by bench/report.py.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = [sys.executable, os.path.join(root, "bench", "report.py"), "--page", md_path, "--no-pictures"]
+    for path, cmd in measured:
+        if os.path.dirname(os.path.abspath(path)) == os.path.join(root, "bench", "results"):
+            args += ["--record", os.path.basename(path), cmd]
+    subprocess.run(args, check=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,849 @@
+#!/usr/bin/env python3
+"""Renders the benchmarks page, docs/benchmarks.md, from the results in
+bench/results/: every figure on the page is read from a results file here, so
+the page cannot drift from the data. It also rewrites the "How fast" rows of
+README.md and the file table of bench/results/README.md (between their
+markers), and redraws the page's pictures when matplotlib is importable
+(without it the pictures already in docs/ are kept).
+
+    python3 bench/report.py                 rewrite the page (the same data gives the same page)
+    python3 bench/report.py --check         exit 1 if the page, README or results README would change
+    python3 bench/report.py --record FILE COMMAND [--date YYYY-MM-DD]
+                                            note in bench/results/runs.json that FILE (a name in
+                                            bench/results/) was written today by COMMAND, then rewrite
+
+bench/results/runs.json names the current file of each area with the machine,
+date and command of its run. The page has one section a function (SECTIONS
+below): each takes the results it needs, renders what is there, and says
+"not yet measured" for what is missing. Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+DOCS = os.path.join(ROOT, "docs")
+PAGE = os.path.join(DOCS, "benchmarks.md")
+README = os.path.join(ROOT, "README.md")
+RESULTS_README = os.path.join(RESULTS, "README.md")
+RUNS = os.path.join(RESULTS, "runs.json")
+NOT_MEASURED = "Not yet measured."
+
+
+# ---------------------------------------------------------------- helpers
+
+def load(name):
+    """The rows of a results file in bench/results/ (JSON lines), or None."""
+    path = os.path.join(RESULTS, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip().startswith("{")]
+
+
+def runs():
+    if not os.path.exists(RUNS):
+        return []
+    with open(RUNS) as f:
+        return json.load(f)
+
+
+def run_of(name):
+    return next((r for r in runs() if r["file"] == name), {})
+
+
+def ms(x):
+    """A time in ms with the digits its size earns (the same every run)."""
+    if x is None:
+        return "-"
+    if x >= 100:
+        return f"{x:,.1f}"
+    if x >= 10:
+        return f"{x:.2f}"
+    if x >= 1:
+        return f"{x:.3f}"
+    return f"{x:.4f}"
+
+
+def times(x):
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def source(*names):
+    """The line under a section's title: which run its figures come from."""
+    parts = []
+    for n in names:
+        r = run_of(n)
+        what = f"`bench/results/{n}`"
+        if r:
+            what += f" ({r.get('machine', '?')}, {r.get('date', '?')}; `{r.get('command', '?')}`)"
+        parts.append(what)
+    return "Figures from " + "; ".join(parts) + "."
+
+
+def picture(png, alt):
+    """A picture's line, where the picture exists."""
+    return f"![{alt}]({png})" if os.path.exists(os.path.join(DOCS, png)) else ""
+
+
+def overlap(note):
+    m = re.search(r"overlap with torch f32(?: \(\d+ queries\))? ([0-9.]+)", note or "")
+    return m.group(1) if m else "-"
+
+
+def anchor(title):
+    return re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+
+
+# ------------------------------------------------- GPU recall from Python
+
+def user_rows():
+    """(workload, mnemo row, cuvs row, torch row) of the Python runs, one
+    query first, then batches, in the files' order."""
+    out = []
+    for name in ("h200-user.jsonl", "h200-user-batches.jsonl"):
+        rows = load(name) or []
+        for w in dict.fromkeys(r["workload"] for r in rows):
+            rs = [r for r in rows if r["workload"] == w]
+            mn = next((r for r in rs if r["impl"].startswith("mnemo Store.search")), None)
+            if mn is None:
+                continue
+            cu = next((r for r in rs if r["impl"].startswith("cuvs")), None)
+            to = next((r for r in rs if r["impl"].startswith("torch")), None)
+            out.append((w, mn, cu, to))
+    return out
+
+
+def best_peer(*peers):
+    got = [(p["median_ms"], label) for p, label in peers if p and p.get("median_ms")]
+    return min(got) if got else (None, None)
+
+
+def gpu_user():
+    title = "GPU recall as users call it"
+    rows = user_rows()
+    text = [f"## {title}", ""]
+    if not rows:
+        return "\n".join(text + [NOT_MEASURED])
+    text += [
+        "One Python process, the same unit-length rows resident on the GPU for every library, queries as a",
+        "torch CUDA tensor, k = 10 unless named. Each figure is the median wall clock of a call including the",
+        "`torch.cuda.synchronize()` a user needs to read the result (100 calls after 20 warm-up calls; fewer",
+        "for the batches). mnemo: `Store.search` on a CUDA runtime, validation on; cuVS: `brute_force` with",
+        "an RMM pool, inner product, outputs preallocated; torch: `torch.topk(x @ q, k)`. Batches run mnemo",
+        "in FAST mode (tensor-core products, the top lists re-scored exactly) against torch in the same",
+        "precision (TF32 for f32 rows, FP16 for f16 rows, chunks of 1000 queries). \"numpy\" is a host",
+        "query and host results on the same GPU store. \"GPU part\" is mnemo's time on the GPU (CUDA events);",
+        "the rest of its wall clock is the call. \"top-k\" is the overlap of mnemo's top-k with torch's in",
+        "float32 (1.00: the same rows).",
+        "",
+        source("h200-user.jsonl", "h200-user-batches.jsonl"),
+        "",
+    ]
+    body = []
+    for w, mn, cu, to in rows:
+        best, who = best_peer((cu, "cuVS"), (to, "torch"))
+        lead = times(best / mn["median_ms"]) + f" ({who})" if best else "-"
+        body.append([w, ms(mn["median_ms"]), ms(mn.get("kernel_ms")), ms(cu and cu["median_ms"]),
+                     ms(to and to["median_ms"]), lead, overlap(mn.get("note"))])
+    text.append(table(["workload", "mnemo ms", "GPU part ms", "cuVS ms", "torch ms",
+                       "mnemo vs the fastest peer", "top-k"], body))
+    pic = picture("gpu-user.png", "mnemo against cuVS and torch from Python")
+    if pic:
+        text += ["", pic]
+    prof = load("h200-user-profile.jsonl")
+    if prof:
+        text += ["", "Where a one-query call's time goes (1k x 768 f32 rows, medians; "
+                 "`bench/results/h200-user-profile.jsonl`):", ""]
+        text.append(table(["stage", "ms"], [[r["impl"], ms(r["median_ms"])] for r in prof
+                                            if r["workload"] == "profile 1q x 1000"]))
+    return "\n".join(text)
+
+
+def draw_gpu_user(plt, png):
+    rows = user_rows()
+    if not rows:
+        return False
+    labels = [w for w, *_ in rows]
+    series = {"cuVS": [], "torch": []}
+    for _, mn, cu, to in rows:
+        series["cuVS"].append(cu["median_ms"] / mn["median_ms"] if cu and cu.get("median_ms") else 0)
+        series["torch"].append(to["median_ms"] / mn["median_ms"] if to and to.get("median_ms") else 0)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.6))
+    h = 0.38
+    for i, (name, vals) in enumerate(series.items()):
+        ax.barh([j + i * h for j in range(len(labels))], vals, h, label=f"{name} time / mnemo time")
+    ax.set_yticks([j + h / 2 for j in range(len(labels))])
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.set_xlabel("peer time / mnemo time, from Python with a device sync (log; right of 1: mnemo faster)")
+    ax.set_title("Recall as users call it, one H200")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    return True
+
+
+# ----------------------------------------------------------- activation
+
+def activation():
+    title = "Activation: recall weighted by recency and importance"
+    gpu, user, cpu = load("h200-activation.jsonl"), load("h200-activation-user.jsonl"), load("activation-cpu.jsonl")
+    text = [f"## {title}", ""]
+    if not (gpu or user or cpu):
+        return "\n".join(text + [NOT_MEASURED])
+    text += [
+        "One store, one query, k = 10, cosine over 768-dim f32 rows with random last-access times over a year",
+        "and importances: plain search, activation (relevance + recency + importance,",
+        "[docs/activation.md](activation.md)) and its min-max normalised form, called in turn; medians. From",
+        "Python the torch peer computes the same terms over the whole store and takes its top-k.",
+        "",
+        source(*[n for n, d in (("h200-activation.jsonl", gpu), ("h200-activation-user.jsonl", user),
+                                ("activation-cpu.jsonl", cpu)) if d]),
+        "",
+    ]
+
+    def pick(rows, impl):
+        r = next((r for r in rows if r["impl"] == impl), None)
+        return r and r["median_ms"]
+
+    def cell(v, plain):
+        return "-" if v is None else f"{ms(v)} ({v / plain:.3f}x)"
+
+    body = []
+    for rows, where in ((gpu, "GPU time (CUDA events), H200"), (cpu, "host call, 2-core CPU, 2 threads")):
+        if not rows:
+            continue
+        n = re.search(r"x (\d+) x", rows[0]["workload"])
+        plain = pick(rows, "mnemo plain")
+        body.append([where, f"{int(n.group(1)):,}" if n else "?", ms(plain),
+                     cell(pick(rows, "mnemo activation"), plain),
+                     cell(pick(rows, "mnemo activation normalized"), plain), "-"])
+    if user:
+        for run in sorted({r.get("run", 1) for r in user}):
+            rs = [r for r in user if r.get("run", 1) == run and r.get("MNEMO_ACT_TERMS", "default") == "default"]
+            plain = pick(rs, "mnemo plain")
+            if plain is None:
+                continue
+            body.append([f"from Python with a sync, H200, run {run}", "1,000,000", ms(plain),
+                         cell(pick(rs, "mnemo activation"), plain), "-",
+                         cell(pick(rs, "torch activation (matmul + terms + topk)"), plain)])
+    text.append(table(["where", "rows", "plain ms", "activation ms (x plain)", "normalised ms (x plain)",
+                       "torch, the same terms ms (x plain)"], body))
+    return "\n".join(text)
+
+
+# ------------------------------------------------- kernels against the floor
+
+def gpu_rows(recall):
+    rows = load("h200-latest.jsonl") or []
+    return [r for r in rows if r["impl"].startswith("mnemo") and r["workload"].startswith("recall") == recall]
+
+
+def floors_line():
+    raw = load("h200-mnemo-gpu.jsonl") or []
+    dev = next((r["impl"] for r in raw if r["workload"] == "device"), None)
+    f = next((r for r in raw if r["workload"] == "floors"), None)
+    if not f:
+        return ""
+    return (f"Floors measured in the same run on the {dev or 'GPU'}: read {f['read_gbs']:,.0f} GB/s, copy "
+            f"{f['copy_gbs']:,.0f} GB/s (read + write), cuBLAS FP32 {f['fp32_tflops']:.1f}, TF32 "
+            f"{f['tf32_tflops']:.1f}, FP16 {f['fp16_tflops']:.1f} TFLOP/s (`bench/results/h200-mnemo-gpu.jsonl`).")
+
+
+def floor_table(rows, what):
+    body = []
+    for r in rows:
+        mode = re.search(r"\((.*)\)", r["impl"])
+        mode = mode.group(1) if mode else ("EXACT" if r["workload"].startswith("recall") else "-")
+        best = min(r["ratio_vs"].items(), key=lambda kv: kv[1]) if r.get("ratio_vs") else None
+        variant = best[0].replace("torch ", "").replace(" (", ", ").replace(")", "") if best else ""
+        peer = f"{ms(best[1] * r['median_ms'])} ({variant})" if best else "-"
+        body.append([r["workload"], mode, ms(r["median_ms"]), ms(r.get("floor_ms")),
+                     f"{r['pct_of_floor']:.0f}%" if r.get("pct_of_floor") is not None else "-",
+                     peer, times(best[1]) if best else "-"])
+    return table(["workload", what, "mnemo ms", "floor ms", "% of floor", "fastest torch ms", "mnemo vs torch"], body)
+
+
+METHOD = (
+    "Data resident on the device; mnemo's device part of each call timed with CUDA events (for a search:",
+    "every kernel from the scan or GEMM to the user ids and scores; for the operations: the `*_device`",
+    "entry point on device pointers and a caller stream), median of 20 runs after at least 0.25 s of the",
+    "same workload; inputs under 180 MB rotated among copies so they are not served from L2. The \"host",
+    "call\" row is the whole C call with host queries and results. The floor is the bytes moved at the",
+    "measured read bandwidth, or the GEMM's flops at the measured cuBLAS rate, whichever is larger.",
+    "PyTorch (`bench/gpu/torch_peer.py`, `bench/gpu/torch_ops_peer.py`) runs the same workloads timed the",
+    "same way in the same run; the fastest torch variant is shown, like for like: EXACT rows against FP32",
+    "torch, FAST rows (tensor-core products, the top lists re-scored exactly) against TF32/FP16 torch.",
+)
+
+
+def gpu_kernels():
+    title = "GPU kernels against the floor"
+    rows = gpu_rows(True)
+    text = [f"## {title}", ""]
+    if not rows:
+        return "\n".join(text + [NOT_MEASURED])
+    text += list(METHOD) + ["", source("h200-latest.jsonl"), floors_line(), "", floor_table(rows, "mode")]
+    pic = picture("gpu-speedup.png", "speed-up over the fastest torch variant, every row of the run")
+    if pic:
+        text += ["", pic]
+    return "\n".join(text)
+
+
+def gpu_ops():
+    title = "Pairs, resampling and normalisation on the GPU"
+    rows = gpu_rows(False)
+    text = [f"## {title}", ""]
+    if not rows:
+        return "\n".join(text + [NOT_MEASURED])
+    text += [
+        "Pair scoring (an embeddings table and (source, target) index pairs, one score a pair; `sorted`: pairs",
+        "grouped by source, `gather`: in input order), trajectory resampling (B x S samples at per-row times to",
+        "T target times, linear interpolation) and row normalisation, on device pointers; the same method and",
+        "run as the section above. torch: `index_select` of both sides + `cosine_similarity`;",
+        "`searchsorted` + `gather` + `lerp`; `F.layer_norm` and `F.normalize`.",
+        "",
+        source("h200-latest.jsonl"), "", floor_table(rows, "path"),
+    ]
+    return "\n".join(text)
+
+
+def draw_gpu_speedup(plt, png):
+    rows = load("h200-latest.jsonl")
+    if not rows:
+        return False
+    mod = _module("gpu_report", "bench/gpu/report.py")
+    raw = load("h200-mnemo-gpu.jsonl") or []
+    dev = next((r["impl"] for r in raw if r["workload"] == "device"), rows[0].get("device", "GPU"))
+    mod.plot(rows, dev, png, plt)
+    return True
+
+
+# ------------------------------------------------------------------ CPU
+
+def cpu():
+    title = "CPU against FAISS and numpy"
+    rows = load("cpu-latest.jsonl")
+    text = [f"## {title}", ""]
+    if not rows:
+        return "\n".join(text + [NOT_MEASURED])
+    fl = next((r for r in rows if r["workload"] == "floors"), {})
+    run = run_of("cpu-latest.jsonl")
+    text += [
+        "`make bench` runs, in one process: mnemo through its C ABI, FAISS (Debian's libfaiss-dev, linked into",
+        "the benchmark only: IndexFlatIP, IndexFlatL2, IndexScalarQuantizer fp16) and numpy (Debian's",
+        "python3-numpy, `bench/cpu/numpy_peer.py`, the same threads). Every time is the median of 9 runs after",
+        "two warm-ups. The floor of a search or normalisation row is its bytes at the read bandwidth measured",
+        "in the same run; the 100-query rows' floor is the bare OpenBLAS sgemm of the same shape, so over 100%",
+        "means faster than that sgemm alone (with no top-k). The machine is shared: the read floor moves by",
+        "about a fifth between runs.",
+        "",
+        source("cpu-latest.jsonl"),
+        f"Machine: {fl.get('device', '?')}; read floor {fl.get('read_gbs', 0):.1f} GB/s; load average "
+        f"before the run {fl.get('load', '?')}"
+        + (f"; made by `{fl['command']}`" if fl.get("command") and fl.get("command") != run.get("command") else "")
+        + ".",
+        "",
+    ]
+    peers = {}
+    for r in rows:
+        if r.get("impl") not in (None, "mnemo") and not r["impl"].startswith("mnemo"):
+            peers[(r["workload"], "numpy" if r["impl"] == "numpy" else "FAISS")] = r
+    body = []
+    for r in rows:
+        if r.get("impl") != "mnemo":
+            continue
+        fa, nu = peers.get((r["workload"], "FAISS")), peers.get((r["workload"], "numpy"))
+        fa_ms = f"{ms(fa['median_ms'])} ({fa['impl'].replace('FAISS ', '')})" if fa else "-"
+        body.append([r["workload"], ms(r["median_ms"]), f"{r['pct_of_floor']:.0f}%", fa_ms,
+                     times(fa and fa["median_ms"] / r["median_ms"]), ms(nu and nu["median_ms"]),
+                     times(nu and nu["median_ms"] / r["median_ms"])])
+    text.append(table(["workload", "mnemo ms", "% of floor", "FAISS ms", "mnemo vs FAISS", "numpy ms",
+                       "mnemo vs numpy"], body))
+    sg = next((r for r in rows if r["workload"].startswith("floor: sgemm")), None)
+    if sg:
+        text += ["", f"The bare sgemm of the 100-query shape ({sg['workload'][len('floor: sgemm '):]}) took "
+                 f"{ms(sg['median_ms'])} ms ({sg['rate']:.1f} GFLOP/s). \"validation off\" rows skip the "
+                 "NaN/Inf scan of the input that a call makes by default."]
+    sw = [r for r in rows if r["workload"].startswith("switch point")]
+    if sw:
+        body = []
+        for w in dict.fromkeys(r["workload"] for r in sw):
+            st = next((r for r in sw if r["workload"] == w and r["impl"] == "mnemo streaming"), None)
+            ge = next((r for r in sw if r["workload"] == w and r["impl"] == "mnemo sgemm"), None)
+            body.append([re.search(r"(\d+)q", w).group(1), ms(st and st["median_ms"]), ms(ge and ge["median_ms"])])
+        text += ["", "A batch streams through the store (up to four queries a pass) or takes the sgemm path; the "
+                 "switch point by batch size, same run, 100k x 768 f32 cosine:", "",
+                 table(["queries", "streaming ms", "sgemm ms"], body)]
+    pic = picture("cpu-speedup.png", "mnemo's CPU backend against FAISS and numpy")
+    if pic:
+        text += ["", pic]
+    return "\n".join(text)
+
+
+def draw_cpu_speedup(plt, png):
+    rows = load("cpu-latest.jsonl")
+    if not rows:
+        return False
+    fl = next((r for r in rows if r["workload"] == "floors"), {})
+    mod = _module("cpu_report", "bench/cpu/report.py")
+    mod.plot([r for r in rows if r.get("impl") == "mnemo"], fl.get("threads", "?"), png, plt)
+    return True
+
+
+# ------------------------------------------------------------- the index
+
+IVF = (  # file, what
+    ("ivf-cpu.jsonl", "CPU, clustered mixture"),
+    ("ivf-cpu-patches.jsonl", "CPU, real data: image patches (8 x 8 RGB of scikit-learn's two sample "
+     "photographs, 192-dim, mean removed, unit)"),
+    ("ivf-h100.jsonl", "GPU, clustered mixture"),
+    ("ivf-h100-centre0.5.jsonl", "GPU, overlapping clusters (centre scale 0.5: a query's neighbours spread "
+     "over many lists)"),
+)
+
+
+def at_recall(rows, target):
+    """queries/s at `target` recall, interpolated in log(qps) between the two
+    nprobe points that bracket it (None when no point reaches it); the rule
+    of bench/ivf/cpu_ivf_bench.py."""
+    pts = sorted((r["recall"], r["qps"]) for r in rows)
+    for (r0, q0), (r1, q1) in zip(pts, pts[1:]):
+        if r0 <= target <= r1 and r1 > r0:
+            t = (target - r0) / (r1 - r0)
+            return math.exp(math.log(q0) + t * (math.log(q1) - math.log(q0)))
+    hit = [q for r, q in pts if r >= target]
+    return max(hit) if hit else None
+
+
+def ivf_table(rows):
+    """The table of bench/ivf/report.py, from one results file."""
+    peer = next((r["impl"] for r in rows if r["impl"] != "mnemo"), "peer")
+    ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
+    mi = [r for r in rows if r["impl"] == "mnemo" and r["kind"] == "ivf"]
+    pe = [r for r in rows if r["impl"] == peer and r["kind"] == "ivf"]
+    builds = {r["impl"]: r for r in rows if r["kind"] == "build"}
+    out = [f"{ex['n']:,} x {ex['dim']} stored, k = 10.", "",
+           f"| nprobe | mnemo recall@10 | mnemo 1 query, ms | mnemo batch, queries/s | {peer} recall@10 | "
+           f"{peer} 1 query, ms | {peer} batch, queries/s |", "|---|---|---|---|---|---|---|"]
+    for i, m in enumerate(mi):
+        p = pe[i] if i < len(pe) else None
+        ps = f"{p['recall']:.4f} | {p['single_ms']:.3f} | {p['batch_qps']:,.0f}" if p else "- | - | -"
+        out.append(f"| {m['nprobe']} | {m['recall']:.4f} | {m['single_ms']:.3f} | {m['batch_qps']:,.0f} | {ps} |")
+    out += [f"| exact scan | 1 | {ex['single_ms']:.3f} | {ex['batch_qps']:,.1f} | | | |", ""]
+    first = next((m for m in mi if m["recall"] >= 0.95), None)
+    if first:
+        out.append(f"- One query at recall@10 >= 0.95: nprobe {first['nprobe']} (recall {first['recall']:.4f}), "
+                   f"{first['single_ms']:.3f} ms, {first['qps'] / ex['qps']:.1f}x the exact scan's queries/s.")
+    else:
+        out.append("- No nprobe measured reached recall@10 0.95, for either index: there is no equal-recall point.")
+    if pe:
+        for key, label in (("batch_qps", "a batch"), ("qps", "one query at a time")):
+            qm = at_recall([{"recall": r["recall"], "qps": r[key]} for r in mi], 0.95)
+            qp = at_recall([{"recall": r["recall"], "qps": r[key]} for r in pe], 0.95)
+            if qm and qp:
+                out.append(f"- Queries/s at recall@10 0.95 ({label}, interpolated between nprobe points): mnemo "
+                           f"{qm:,.0f}, {peer} {qp:,.0f}: {qm / qp:.2f}x.")
+    out.append("- Build (train + add): " + ", ".join(f"{impl} {b['build_s']:.1f} s" for impl, b in builds.items())
+               + ".")
+    return "\n".join(out)
+
+
+def index():
+    title = "The index against FAISS and cuVS"
+    text = [f"## {title}", "",
+            "Sublinear recall with mnemo's inverted-file index ([docs/index.md](index.md)) against FAISS's",
+            "IndexIVFFlat (faiss-cpu, same process, same threads) and cuVS's IVF-Flat (float32 rows and queries",
+            "for cuVS, same process). Data: a mixture of 10,000 Gaussian clusters (random centres, a random scale",
+            "per cluster over a shared isotropic noise floor), unit rows (cosine; inner product for the peers),",
+            "queries drawn from the same mixture and not stored (`bench/ivf/mixture.py`,",
+            "`bench/gpu/ivf_bench.py`), and real image patches. Recall@10 is against mnemo's exact scan of the",
+            "same store. One query: the median wall time of single calls (from numpy on the CPU, from torch",
+            "tensors on the GPU, synchronised); batch: one call of every query. The GPU rows ran on an H100.",
+            ""]
+    have = [(n, w, load(n)) for n, w in IVF]
+    have = [h for h in have if h[2]]
+    if not have:
+        return "\n".join(text + [NOT_MEASURED])
+    pic = picture("ivf-recall.png", "recall against queries/s")
+    if pic:
+        text += [pic, ""]
+    for name, what, rows in have:
+        text += [f"### {what}", "", source(name), "", ivf_table(rows), ""]
+    return "\n".join(text).rstrip()
+
+
+def draw_ivf(plt, png):
+    sets = []
+    for name, what in IVF:
+        rows = load(name)
+        if not rows:
+            continue
+        r0 = rows[0]
+        peer = next((r["impl"] for r in rows if r["impl"] != "mnemo"), "peer")
+        if "gpu" in r0:
+            title = f"{r0['gpu']}: {r0['n']:,} x {r0['dim']} f16, centre scale {r0.get('centre_scale', 1)}"
+        else:
+            kind = "image patches" if r0.get("data") == "patches" else "mixture"
+            title = f"CPU {r0['threads']} threads: {r0['n']:,} x {r0['dim']} f32 {kind}"
+        sets.append((title, rows, peer))
+    if not sets:
+        return False
+    mod = _module("ivf_report", "bench/ivf/report.py")  # needs numpy, which matplotlib brings
+    mod.plot(png, sets)
+    return True
+
+
+# --------------------------------------------------------- several GPUs
+
+MULTI = {  # bench name: what it is
+    "latency_1q": "one query, host buffers, 1M rows a GPU",
+    "latency_1q_dev": "one query, device buffers, 1M rows a GPU",
+    "weak_1000q": "1000 queries, 2M rows a GPU (weak scaling)",
+    "strong_1000q": "1000 queries over 2M rows (strong scaling), host buffers",
+    "strong_1000q_dev": "1000 queries over 2M rows (strong scaling), device buffers",
+    "add": "add 768-dim f32 rows",
+    "add_one_gpu": "add 768-dim f32 rows, one GPU",
+    "add_host_only": "add 768-dim f32 rows to a CPU store (the host's share of an add)",
+}
+
+
+def multi_gpu():
+    title = "Several GPUs"
+    rows, user = load("h200x4-multi-gpu.jsonl"), load("h200x4-user.jsonl")
+    text = [f"## {title}", ""]
+    if not (rows or user):
+        return "\n".join(text + [NOT_MEASURED])
+    text += [
+        "A store sharded over the GPUs of one host ([docs/distributed.md](distributed.md)): every shard",
+        "searched at once from threads the store keeps, the lists merged on the first GPU, bit-identical to",
+        "one device. Whole C calls (`mnemo_multi_bench`: wall clock, medians), each against one GPU of the",
+        "same run; 768-dim f32 rows, k = 10. \"time ratio\" is the time over one GPU's time on its share",
+        "(1.00: no cost for the extra GPUs); \"speed-up\" is one GPU's time over the time.",
+        "",
+    ]
+    if rows:
+        body = []
+        for r in rows:
+            b = r["bench"]
+            if b.startswith("add_"):
+                fig = f"{r.get('gbps', 0):.2f} GB/s"
+            elif b.startswith("add") or b.startswith("strong"):
+                fig = f"speed-up {1 / r['ratio']:.2f}x"
+            else:
+                fig = f"time ratio {r['ratio']:.3f}"
+            body.append([MULTI.get(b, b), r["gpus"] or "none (CPU)", f"{r['rows']:,}", r["nq"] or "-", ms(r["ms"]),
+                         ms(r["one_gpu_ms"]), fig])
+        text += [source("h200x4-multi-gpu.jsonl"), "",
+                 table(["workload", "GPUs", "rows", "queries", "ms", "one GPU ms", "figure"], body)]
+        pic = picture("multi-gpu-scaling.png", "speed-up over one GPU by GPU count")
+        if pic:
+            text += ["", pic]
+    if user:
+        body = []
+        for w in dict.fromkeys(r["workload"] for r in user):
+            rs = [r for r in user if r["workload"] == w]
+            one = next((r for r in rs if r["impl"].endswith("1 GPU")), None)
+            many = next((r for r in rs if re.search(r"\d+ GPUs$", r["impl"])), None)
+            to = next((r for r in rs if r["impl"].startswith("torch")), None)
+            if not many:
+                continue
+            body.append([w, ms(one and one["median_ms"]), ms(many["median_ms"]), ms(to and to["median_ms"]),
+                         times(to and to["median_ms"] / many["median_ms"]), overlap(many.get("note"))])
+        text += ["", "From Python (queries a torch tensor on the first GPU, wall clock with a sync; torch with one "
+                 "shard a GPU, the query copied to each and the lists merged on the first):", "",
+                 source("h200x4-user.jsonl"), "",
+                 table(["workload", "mnemo, one GPU ms", "mnemo, sharded ms", "torch, a shard a GPU ms",
+                        "mnemo vs torch", "top-k"], body)]
+    return "\n".join(text)
+
+
+def draw_multi(plt, png):
+    rows = load("h200x4-multi-gpu.jsonl")
+    if not rows:
+        return False
+    mod = _module("multi_report", "bench/gpu/multi_report.py")
+    mod.plot(rows, png, plt)
+    return True
+
+
+# ----------------------------------------------------------- build times
+
+def build_times():
+    title = "Build times"
+    path = os.path.join(RESULTS, "cuda-compile-times.tsv")
+    text = [f"## {title}", ""]
+    if not os.path.exists(path):
+        return "\n".join(text + [NOT_MEASURED])
+    with open(path) as f:
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    units = []
+    for line in lines:
+        if line.startswith("#"):
+            continue
+        name, wall, cpu_s = line.split("\t")[:3]
+        units.append((name, float(wall), float(cpu_s)))
+    units.sort(key=lambda u: -u[1])
+    total = sum(u[1] for u in units)
+    text += [
+        "The CUDA module's translation units, compiled one at a time for sm_90; the end-to-end build times",
+        "(`make demo`, `pip install .`, `cargo build`, CI) are in the README's",
+        "[Building](../README.md#building) section.",
+        "",
+        source("cuda-compile-times.tsv"),
+        "",
+        f"{len(units)} translation units, {total:,.0f} s of compile time in all; the slowest:",
+        "",
+        table(["translation unit", "wall s", "CPU s"], [[n, f"{w:.1f}", f"{c:.1f}"] for n, w, c in units[:8]]),
+    ]
+    return "\n".join(text)
+
+
+# ------------------------------------------------------------ shape grid
+
+SHAPE_IMPLS = (  # key in a row, column title
+    ("mnemo_ms", "mnemo ms"), ("mnemo_kernel_ms", "mnemo GPU part ms"), ("floor_ms", "floor ms"),
+    ("torch_ms", "torch ms"), ("cuvs_ms", "cuVS ms"), ("faiss_ms", "FAISS ms"), ("numpy_ms", "numpy ms"),
+)
+
+
+def shape_grid():
+    """The shape grid: one row a shape (dim, dtype, k, nq, store size,
+    metric), mnemo's time and each peer's where measured
+    (shape-grid-h200.jsonl, shape-grid-cpu.jsonl)."""
+    title = "The shape grid"
+    text = [f"## {title}", "",
+            "Recall over a grid of shapes (dimension, dtype, k, queries, store size, metric), mnemo beside each",
+            "peer measured on the same machine in the same run.", ""]
+    found = False
+    for name, where in (("shape-grid-h200.jsonl", "GPU (H200)"), ("shape-grid-cpu.jsonl", "CPU")):
+        rows = load(name)
+        if not rows:
+            continue
+        found = True
+        cols = [(k, t) for k, t in SHAPE_IMPLS if any(r.get(k) is not None for r in rows)]
+        peers = [k for k, _ in cols if k not in ("mnemo_ms", "mnemo_kernel_ms", "floor_ms")]
+        body = []
+        for r in rows:
+            size = r.get("store_bytes")
+            cells = [r.get("dim", "-"), r.get("dtype", "-"), r.get("metric", "-"), r.get("k", "-"),
+                     r.get("nq", "-"), f"{size / 2 ** 20:,.0f}" if isinstance(size, (int, float)) else "-"]
+            cells += [ms(r.get(k)) for k, _ in cols]
+            best = min((r[k] for k in peers if r.get(k)), default=None)
+            cells.append(times(best / r["mnemo_ms"]) if best and r.get("mnemo_ms") else "-")
+            body.append(cells)
+        text += [f"### {where}", "", source(name), "",
+                 table(["dim", "dtype", "metric", "k", "queries", "store MiB"] + [t for _, t in cols]
+                       + ["mnemo vs the fastest peer"], body), ""]
+    if not found:
+        text.append(NOT_MEASURED)
+    return "\n".join(text).rstrip()
+
+
+# --------------------------------------------------------- page and main
+
+SECTIONS = [gpu_user, gpu_kernels, gpu_ops, activation, cpu, index, multi_gpu, build_times, shape_grid]
+PICTURES = [("gpu-user.png", draw_gpu_user), ("gpu-speedup.png", draw_gpu_speedup),
+            ("cpu-speedup.png", draw_cpu_speedup), ("ivf-recall.png", draw_ivf),
+            ("multi-gpu-scaling.png", draw_multi)]
+
+
+def _module(alias, rel):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(alias, os.path.join(ROOT, rel))
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.join(ROOT, rel)))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    return mod
+
+
+def sections_titles():
+    return [re.match(r"## (.*)", f()).group(1) for f in SECTIONS]
+
+
+def head():
+    r = runs()
+    rows = [[x.get("area", "-"), f"[`{x['file']}`](../bench/results/{x['file']})", x.get("machine", "-"),
+             x.get("date", "-"), f"`{x.get('command', '-')}`",
+             f"[notebook](lab/{x['notebook']})" if x.get("notebook") else "-"]
+            for x in r if os.path.exists(os.path.join(RESULTS, x["file"]))]
+    toc = [f"- [{t}](#{anchor(t)})" for t in sections_titles()]
+    return "\n".join([
+        "# Benchmarks",
+        "",
+        "<!-- Generated by bench/report.py from bench/results/: edit the results or the script, not this page. -->",
+        "",
+        "mnemo against what people reach for to do the same job: PyTorch and cuVS on the GPU, FAISS and numpy",
+        "on the CPU, the inverted-file indexes of FAISS and cuVS for sublinear recall. Every figure here is the",
+        "current run of its machine, read from `bench/results/` by `bench/report.py`",
+        "(`python3 bench/report.py` rewrites this page). How each figure got where it is, with every design",
+        "measured and not kept, is in the [lab notebook](lab/README.md); which results file is which, in",
+        "[bench/results/README.md](../bench/results/README.md).",
+        "",
+        "Times are medians in milliseconds. \"mnemo vs peer\" is the peer's time over mnemo's: above 1.00x",
+        "mnemo is faster. A peer runs in the same process, on the same data, in the same run as the mnemo",
+        "figure beside it. The rows are 768-dim f32 and k = 10 unless the row says otherwise.",
+        "",
+        *toc,
+        "",
+        "## What was measured, where, when",
+        "",
+        table(["area", "results", "machine", "date", "command", "how it got there"], rows),
+    ])
+
+
+def render_page():
+    return "\n\n".join([head()] + [f() for f in SECTIONS]) + "\n"
+
+
+def how_fast():
+    """The README's headline rows: each mnemo figure beside its peers and the
+    page's section."""
+    out = ["| workload | mnemo | peers, same run | mnemo vs the fastest peer |", "|---|---|---|---|"]
+    link = f"docs/benchmarks.md#{anchor('GPU recall as users call it')}"
+    rows = user_rows()
+    for want, label in (("1q x 1M x 768 f32 k=10", "one query, 1M x 768 f32, GPU (H200), from Python"),
+                        ("100q x 1M x 768 f32 k=10", "100 queries, 1M x 768 f32, GPU (H200), from Python")):
+        hit = next(((mn, cu, to) for w, mn, cu, to in rows if w == want), None)
+        if hit is None:
+            continue
+        mn, cu, to = hit
+        best, who = best_peer((cu, "cuVS"), (to, "torch"))
+        peers = ", ".join(f"{n} {ms(p['median_ms'])} ms" for p, n in ((cu, "cuVS"), (to, "torch"))
+                          if p and p.get("median_ms"))
+        out.append(f"| [{label}]({link}) | {ms(mn['median_ms'])} ms | {peers} | "
+                   f"{times(best / mn['median_ms'])} ({who}) |")
+    rows = load("cpu-latest.jsonl") or []
+    mn = next((r for r in rows if r["workload"] == "recall 1q x 100k x 768 f32 cosine k=10" and r["impl"] == "mnemo"),
+              None)
+    if mn:
+        ps = [r for r in rows if r["workload"] == mn["workload"] and r["impl"] != "mnemo"]
+        ps.sort(key=lambda r: r["median_ms"])
+        peers = ", ".join(f"{'numpy' if p['impl'] == 'numpy' else 'FAISS'} {ms(p['median_ms'])} ms" for p in ps)
+        best = ps[0] if ps else None
+        out.append(f"| [one query, 100k x 768 f32, CPU (2 cores)](docs/benchmarks.md#{anchor('CPU against FAISS and numpy')})"
+                   f" | {ms(mn['median_ms'])} ms | {peers} | "
+                   + (f"{times(best['median_ms'] / mn['median_ms'])} ({'numpy' if best['impl'] == 'numpy' else 'FAISS'})"
+                      if best else "-") + " |")
+    rows = load("ivf-cpu.jsonl")
+    if rows:
+        mi = [r for r in rows if r["impl"] == "mnemo" and r["kind"] == "ivf"]
+        pe = [r for r in rows if r["impl"] not in ("mnemo",) and r["kind"] == "ivf"]
+        qm = at_recall([{"recall": r["recall"], "qps": r["batch_qps"]} for r in mi], 0.95)
+        qp = at_recall([{"recall": r["recall"], "qps": r["batch_qps"]} for r in pe], 0.95)
+        ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
+        if qm and qp:
+            out.append(f"| [index, {ex['n'] // 1000000}M x {ex['dim']}, recall@10 0.95, a batch, CPU (2 cores)]"
+                       f"(docs/benchmarks.md#{anchor('The index against FAISS and cuVS')}) | {qm:,.0f} queries/s | "
+                       f"FAISS IVF-Flat {qp:,.0f} queries/s | {qm / qp:.2f}x (FAISS) |")
+    return "\n".join(out)
+
+
+def results_files():
+    """The file table of bench/results/README.md."""
+    rows = []
+    for x in runs():
+        if not os.path.exists(os.path.join(RESULTS, x["file"])):
+            continue
+        rows.append([f"`{x['file']}`", x.get("area", "-"), x.get("machine", "-"), x.get("date", "-"),
+                     f"`{x.get('command', '-')}`" + (f", {x['out']}" if x.get("out") else ""),
+                     f"`{x['copy_of']}`" if x.get("copy_of") else "-"])
+    return table(["file", "what", "machine", "date", "written by", "lab copy"], rows)
+
+
+def splice(path, tag, body):
+    """`body` between the tag's markers of a file; the file unchanged (and a
+    note printed) where the markers are missing."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    b, e = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+    if b not in text or e not in text:
+        print(f"{os.path.relpath(path, ROOT)}: no {tag} markers, left as it is")
+        return text
+    return text[:text.index(b) + len(b)] + "\n" + body + "\n" + text[text.index(e):]
+
+
+def draw():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: the pictures in docs/ are kept as they are")
+        return
+    for png, fn in PICTURES:
+        try:
+            if fn(plt, os.path.join(DOCS, png)):
+                print(f"drew docs/{png}")
+        except Exception as e:  # a picture is a view of a table; the table is the result
+            print(f"docs/{png} not redrawn: {e}")
+        plt.close("all")
+
+
+def record(name, command, date):
+    r = runs()
+    entry = next((x for x in r if x["file"] == name), None)
+    if entry is None:
+        entry = {"file": name, "area": "-", "machine": "-"}
+        r.append(entry)
+    entry["date"], entry["command"] = date, command
+    with open(RUNS, "w") as f:
+        f.write("[\n" + ",\n".join("  " + json.dumps(x) for x in r) + "\n]\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--page", default=PAGE, help="where the page goes (default docs/benchmarks.md)")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change")
+    ap.add_argument("--record", nargs=2, action="append", metavar=("FILE", "COMMAND"), default=[])
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--no-pictures", action="store_true")
+    a = ap.parse_args(argv)
+    for name, command in a.record:
+        record(os.path.basename(name), command, a.date)
+    if not a.check and not a.no_pictures:
+        draw()
+    outputs = [(a.page, render_page()),
+               (README, splice(README, "how-fast", how_fast())),
+               (RESULTS_README, splice(RESULTS_README, "files", results_files()))]
+    changed = []
+    for path, text in outputs:
+        if text is None:
+            continue
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:
+            changed.append(os.path.relpath(path, ROOT))
+            if not a.check:
+                with open(path, "w") as f:
+                    f.write(text)
+    if a.check:
+        print("would change: " + ", ".join(changed) if changed else "up to date")
+        return 1 if changed else 0
+    print("wrote " + ", ".join(changed) if changed else "unchanged: the page, README and results README")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
