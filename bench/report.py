@@ -618,40 +618,60 @@ def build_times():
 
 # ------------------------------------------------------------ shape grid
 
-SHAPE_IMPLS = (  # key in a row, column title
-    ("mnemo_ms", "mnemo ms"), ("mnemo_kernel_ms", "mnemo GPU part ms"), ("floor_ms", "floor ms"),
-    ("torch_ms", "torch ms"), ("cuvs_ms", "cuVS ms"), ("faiss_ms", "FAISS ms"), ("numpy_ms", "numpy ms"),
-)
+SHAPE_IMPLS = ("mnemo", "torch", "cuvs", "faiss", "numpy")
+SHAPE_NAMES = {"mnemo": "mnemo", "torch": "torch", "cuvs": "cuVS", "faiss": "FAISS", "numpy": "numpy"}
+
+
+def shape_time(row, impl, kind="wall"):
+    """An implementation's time in a shape-grid row: `IMPL_ms` or
+    `IMPL_wall_ms` (wall clock of a call), `IMPL_kernel_ms` (GPU time)."""
+    if kind == "kernel":
+        return row.get(f"{impl}_kernel_ms")
+    v = row.get(f"{impl}_ms")
+    return v if v is not None else row.get(f"{impl}_wall_ms")
 
 
 def shape_grid():
     """The shape grid: one row a shape (dim, dtype, k, nq, store size,
     metric), mnemo's time and each peer's where measured
-    (shape-grid-h200.jsonl, shape-grid-cpu.jsonl)."""
+    (shape-grid-h200.jsonl, shape-grid-cpu.jsonl); missing keys show as -."""
     title = "The shape grid"
     text = [f"## {title}", "",
             "Recall over a grid of shapes (dimension, dtype, k, queries, store size, metric), mnemo beside each",
-            "peer measured on the same machine in the same run.", ""]
+            "peer measured on the same machine in the same run: the wall clock of a call, and where measured",
+            "the GPU time of the same call (\"GPU\"). The floor is the store's bytes at the read bandwidth",
+            "measured in the same run.", ""]
     found = False
     for name, where in (("shape-grid-h200.jsonl", "GPU (H200)"), ("shape-grid-cpu.jsonl", "CPU")):
         rows = load(name)
         if not rows:
             continue
         found = True
-        cols = [(k, t) for k, t in SHAPE_IMPLS if any(r.get(k) is not None for r in rows)]
-        peers = [k for k, _ in cols if k not in ("mnemo_ms", "mnemo_kernel_ms", "floor_ms")]
+        cols = []  # (title, getter)
+        for impl in SHAPE_IMPLS:
+            if any(shape_time(r, impl) is not None for r in rows):
+                cols.append((f"{SHAPE_NAMES[impl]} ms", lambda r, i=impl: shape_time(r, i)))
+            if any(shape_time(r, impl, "kernel") is not None for r in rows):
+                cols.append((f"{SHAPE_NAMES[impl]} GPU ms", lambda r, i=impl: shape_time(r, i, "kernel")))
+        if any(r.get("floor_ms") is not None for r in rows):
+            cols.append(("floor ms", lambda r: r.get("floor_ms")))
         body = []
         for r in rows:
             size = r.get("store_bytes")
             cells = [r.get("dim", "-"), r.get("dtype", "-"), r.get("metric", "-"), r.get("k", "-"),
                      r.get("nq", "-"), f"{size / 2 ** 20:,.0f}" if isinstance(size, (int, float)) else "-"]
-            cells += [ms(r.get(k)) for k, _ in cols]
-            best = min((r[k] for k in peers if r.get(k)), default=None)
-            cells.append(times(best / r["mnemo_ms"]) if best and r.get("mnemo_ms") else "-")
+            cells += [ms(get(r)) for _, get in cols]
+            peers = [(shape_time(r, i), SHAPE_NAMES[i]) for i in SHAPE_IMPLS[1:] if shape_time(r, i)]
+            mine = shape_time(r, "mnemo")
+            best = min(peers) if peers else None
+            cells.append(f"{times(best[0] / mine)} ({best[1]})" if best and mine else "-")
             body.append(cells)
         text += [f"### {where}", "", source(name), "",
-                 table(["dim", "dtype", "metric", "k", "queries", "store MiB"] + [t for _, t in cols]
+                 table(["dim", "dtype", "metric", "k", "queries", "store MiB"] + [c for c, _ in cols]
                        + ["mnemo vs the fastest peer"], body), ""]
+    pic = picture("shape-grid.png", "mnemo against its peers over the shape grid")
+    if found and pic:
+        text += [pic, ""]
     if not found:
         text.append(NOT_MEASURED)
     return "\n".join(text).rstrip()
