@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -49,6 +50,14 @@ struct IndexInfo {
   double last_build_seconds = 0;
 };
 
+// Walks over every list's bounds (IvfIndex::set_offsets) in this process:
+// layouts and compactions make them, writes and probes read the kept longest
+// list instead (tests/core/test_ivf_walks.cpp counts them).
+inline std::atomic<uint64_t>& list_walks() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+
 // The index of one (unsharded) store or shard.
 struct IvfIndex {
   IndexOptions opts;
@@ -61,6 +70,7 @@ struct IvfIndex {
   // and every GPU probe's grid read (so it is not recounted there).
   void set_offsets(std::vector<uint64_t> o) {
     offsets = std::move(o);
+    list_walks().fetch_add(1, std::memory_order_relaxed);
     largest = 0;
     for (size_t l = 0; l + 1 < offsets.size(); ++l) largest = std::max(largest, offsets[l + 1] - offsets[l]);
   }

@@ -255,8 +255,10 @@ void run_search(Backend& be, bool on_gpu, const IvfStore& s, const Call& c, std:
   IvfProbe p;
   p.centroids = &s.cview;
   p.centroid_mirror = on_gpu ? s.cmirror.get() : nullptr;
-  p.offsets = s.offsets.data();
   p.device_offsets = on_gpu && s.doffsets ? s.doffsets->data() : nullptr;
+  // A GPU probe given the offsets' device copy reads none on the host (it
+  // takes the longest list from the probe): null here, so a walk would fault.
+  p.offsets = p.device_offsets ? nullptr : s.offsets.data();
   p.nprobe = c.nprobe;
   p.hot_begin = s.hot_begin;
   for (size_t l = 0; l + 1 < s.offsets.size(); ++l) p.longest = std::max(p.longest, s.offsets[l + 1] - s.offsets[l]);
