@@ -198,6 +198,32 @@ TEST(GpuDeviceSearch, BadInputChangesNothing) {
   EXPECT_EQ(ds.bytes(), std::vector<unsigned char>(poison.begin(), poison.begin() + 2 * k * 4));
 }
 
+// What one device search with check_on_device wrote: the status word (set
+// to poison before the call), the ids and the scores.
+struct CheckedSearch {
+  int32_t verdict = -1;
+  std::vector<uint64_t> ids;
+  std::vector<float> scores;
+};
+
+// A device search of q (nq rows) with check_on_device and o.device_status
+// in `status`, on a stream of its own, into outputs poisoned first.
+void checked_device_search(const mnemo_store* s, const Matrix& q, size_t nq, size_t k, const mnemo_search_options& o,
+                           const DevBuf& status, CheckedSearch* out) {
+  const std::vector<unsigned char> poison(nq * k * 8, 0xAB), status_poison(16, 0x5A);
+  DevBuf dq(q.data(), nq * q.dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
+  cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
+  Stream st;
+  ASSERT_OK(mnemo_store_search_device(s, dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));
+  ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
+  cudaMemcpy(&out->verdict, status.get(), 4, cudaMemcpyDeviceToHost);
+  out->ids.resize(nq * k);
+  out->scores.resize(nq * k);
+  cudaMemcpy(out->ids.data(), di.get(), nq * k * 8, cudaMemcpyDeviceToHost);
+  cudaMemcpy(out->scores.data(), ds.get(), nq * k * 4, cudaMemcpyDeviceToHost);
+}
+
 // check_on_device: the queries' non-finite check inside the search. A bad
 // query's row becomes padding and the device status says NON_FINITE; the
 // other rows equal the host search; with finite queries the status says OK
@@ -222,54 +248,31 @@ TEST(GpuDeviceSearch, QueriesCheckedInsideTheSearch) {
         o.check_on_device = 1;
         DevBuf status(16);
         o.device_status = status.as<int32_t>();
-        std::vector<unsigned char> poison(nq * k * 8, 0xAB);
-        const std::vector<unsigned char> status_poison(16, 0x5A);
         // Finite queries: OK and the host's results.
-        {
-          DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
-          cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
-          cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
-          Stream st;
-          ASSERT_OK(
-              mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));
-          ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
-          int32_t verdict = -1;
-          cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
-          EXPECT_EQ(verdict, MNEMO_OK) << what;
-          const auto got_ids = di.bytes(), got_scores = ds.bytes();
-          EXPECT_EQ(std::memcmp(got_ids.data(), host.ids.data(), nq * k * 8), 0) << what;
-          EXPECT_EQ(std::memcmp(got_scores.data(), host.scores.data(), nq * k * 4), 0) << what;
-        }
+        CheckedSearch got;
+        ASSERT_NO_FATAL_FAILURE(checked_device_search(s.get(), q, nq, k, o, status, &got));
+        EXPECT_EQ(got.verdict, MNEMO_OK) << what;
+        EXPECT_EQ(std::memcmp(got.ids.data(), host.ids.data(), nq * k * 8), 0) << what;
+        EXPECT_EQ(std::memcmp(got.scores.data(), host.scores.data(), nq * k * 4), 0) << what;
         // Query 1 holds a bad value: its row is padding, the others stand.
         static_cast<float*>(q.data())[dim + dim / 2] = bad_value;
-        DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
-        cudaMemcpy(status.get(), status_poison.data(), 16, cudaMemcpyHostToDevice);
-        cudaDeviceSynchronize();  // pageable copies may land late (dev_buf.h)
-        Stream st;
-        ASSERT_OK(
-            mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, &o, di.as<uint64_t>(), ds.as<float>(), st.s));
-        ASSERT_EQ(cudaStreamSynchronize(st.s), cudaSuccess);
-        int32_t verdict = -1;
-        cudaMemcpy(&verdict, status.get(), 4, cudaMemcpyDeviceToHost);
-        EXPECT_EQ(verdict, MNEMO_E_NON_FINITE) << what;
-        std::vector<uint64_t> got_ids(nq * k);
-        std::vector<float> got_scores(nq * k);
-        cudaMemcpy(got_ids.data(), di.get(), nq * k * 8, cudaMemcpyDeviceToHost);
-        cudaMemcpy(got_scores.data(), ds.get(), nq * k * 4, cudaMemcpyDeviceToHost);
+        ASSERT_NO_FATAL_FAILURE(checked_device_search(s.get(), q, nq, k, o, status, &got));
+        EXPECT_EQ(got.verdict, MNEMO_E_NON_FINITE) << what;
         for (size_t j = 0; j < k; ++j) {
-          EXPECT_EQ(got_ids[k + j], MNEMO_NO_ID) << what << " rank " << j;
-          EXPECT_TRUE(std::isnan(got_scores[k + j])) << what << " rank " << j;
+          EXPECT_EQ(got.ids[k + j], MNEMO_NO_ID) << what << " rank " << j;
+          EXPECT_TRUE(std::isnan(got.scores[k + j])) << what << " rank " << j;
         }
         for (const size_t row : {size_t{0}, size_t{2}}) {
-          EXPECT_EQ(std::memcmp(&got_ids[row * k], &host.ids[row * k], k * 8), 0) << what << " row " << row;
-          EXPECT_EQ(std::memcmp(&got_scores[row * k], &host.scores[row * k], k * 4), 0) << what << " row " << row;
+          EXPECT_EQ(std::memcmp(&got.ids[row * k], &host.ids[row * k], k * 8), 0) << what << " row " << row;
+          EXPECT_EQ(std::memcmp(&got.scores[row * k], &host.scores[row * k], k * 4), 0) << what << " row " << row;
         }
         // Without the option the same call is refused as before, nothing written.
-        DevBuf di2(poison.data(), nq * k * 8), ds2(poison.data(), nq * k * 4);
-        EXPECT_EQ(mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, nullptr, di2.as<uint64_t>(),
-                                            ds2.as<float>(), nullptr),
+        const std::vector<unsigned char> poison(nq * k * 8, 0xAB);
+        DevBuf dq(q.data(), nq * dim * 4), di(poison.data(), nq * k * 8), ds(poison.data(), nq * k * 4);
+        EXPECT_EQ(mnemo_store_search_device(s.get(), dq.as<float>(), nq, k, nullptr, di.as<uint64_t>(), ds.as<float>(),
+                                            nullptr),
                   MNEMO_E_NON_FINITE);
-        EXPECT_EQ(di2.bytes(), poison) << what;
+        EXPECT_EQ(di.bytes(), poison) << what;
       }
     }
   }
