@@ -6,6 +6,7 @@
 // are unique, so the result does not depend on the thread count.
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -35,19 +36,35 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
   const bool l2 = s.metric == Metric::l2sq;
   float buf[simd::kMaxQueries * kBlock];
   float extra[kBlock];
+  float keys[kBlock];
   for (uint64_t b0 = lo; b0 < hi; b0 += kBlock) {
     const uint64_t n = std::min<uint64_t>(kBlock, hi - b0);
     simd::score_rows(q, m, base + b0 * row_bytes, s.dtype, s.dim, n, l2, buf);
-    if (a.act.on) activation_extras_of(s, a, b0, n, extra);
-    for (uint64_t r = 0; r < n; ++r) {
-      const uint64_t slot = b0 + r;
-      if (!slot_live(s, a, slot)) continue;
-      if (!a.act.on) {
-        for (uint64_t j = 0; j < m; ++j) tops[j].push(key_of(s, a, slot, buf[j * n + r], qn[j]), s.ids[slot]);
-        continue;
+    if (a.act.on) {
+      activation_extras_of(s, a, b0, n, extra);
+      for (uint64_t r = 0; r < n; ++r) {
+        const uint64_t slot = b0 + r;
+        if (!slot_live(s, a, slot)) continue;
+        for (uint64_t j = 0; j < m; ++j)
+          tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, buf[j * n + r], qn[j]), extra[r]), s.ids[slot]);
       }
-      for (uint64_t j = 0; j < m; ++j)
-        tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, buf[j * n + r], qn[j]), extra[r]), s.ids[slot]);
+      continue;
+    }
+    // Keys of the whole block, then one compare a row against the entry
+    // key of the list: once a list is full almost every row stops there,
+    // before its liveness, id or the heap are looked at. Each list sees its
+    // rows in slot order, as a row-by-row loop would offer them.
+    for (uint64_t j = 0; j < m; ++j) {
+      plain_keys(s, a, b0, n, buf + j * n, qn[j], keys);
+      TopK& top = tops[j];
+      float entry = top.full() ? top.worst_key() : -std::numeric_limits<float>::infinity();
+      for (uint64_t r = 0; r < n; ++r) {
+        if (keys[r] < entry) continue;  // NaN goes on to push, which drops it
+        const uint64_t slot = b0 + r;
+        if (!slot_live(s, a, slot)) continue;
+        top.push(keys[r], s.ids[slot]);
+        if (top.full()) entry = top.worst_key();
+      }
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -104,6 +105,7 @@ void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* 
     std::vector<float> tile(std::min(nq, kQueryChunk) * kTileRows);
     std::vector<float> extra(a.act.on ? kTileRows : 0);  // the tile's activation terms, shared by its queries
     std::vector<float> gathered;                         // an item's queries, when it names them
+    std::vector<float> raw(l2 ? kTileRows : 0), keys(kTileRows);
     for (uint64_t ti = next++; ti < tiles; ti = next++) {
       const GemmItem& it = items[ti];
       const uint64_t r0 = it.lo, n = it.hi - it.lo;
@@ -130,29 +132,38 @@ void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* 
           const uint64_t q = it.queries ? uint64_t{it.queries[q0 + j]} : q0 + j;
           QueryState& qs = st[q];
           const float* row = tile.data() + j * n;
+          if (l2) {
+            for (uint64_t r = 0; r < n; ++r) {
+              const float xn = s.norms[r0 + r];
+              raw[r] = qn2[q] + xn * xn - 2.0f * row[r];
+            }
+            row = raw.data();
+          }
+          if (a.act.on) {
+            for (uint64_t r = 0; r < n; ++r)
+              keys[r] = fmaf(a.act.w_rel, relevance_key(s, r0 + r, row[r], qn[q]), extra[r]);
+          } else {
+            plain_keys(s, a, r0, n, row, qn[q], keys.data());
+          }
+          // Rows below the entry key less the margin stop at one compare
+          // (NaN keys go on, as candidates for the exact re-score).
+          float lim = -std::numeric_limits<float>::infinity();
+          if (qs.top.full()) lim = qs.top.worst_key() - margin(q, qs.top.worst_key());
           for (uint64_t r = 0; r < n; ++r) {
+            const float key = keys[r];
+            if (key < lim) continue;
             const uint64_t slot = r0 + r;
             if (!slot_live(s, a, slot)) continue;
-            float raw = row[r];
-            if (l2) {
-              const float xn = s.norms[slot];
-              raw = qn2[q] + xn * xn - 2.0f * raw;
-            }
-            const float key = a.act.on ? fmaf(a.act.w_rel, relevance_key(s, slot, raw, qn[q]), extra[r])
-                                       : key_of(s, a, slot, raw, qn[q]);
-            if (qs.top.full()) {
-              const float thr = qs.top.worst_key();
-              if (key < thr - margin(q, thr)) continue;
-            }
             qs.top.push(key, s.ids[slot]);
             qs.cands.push_back({key, slot});
+            if (!qs.top.full()) continue;
+            const float thr = qs.top.worst_key();
+            lim = thr - margin(q, thr);
             // Drop candidates the rising threshold has left behind.
-            if (qs.cands.size() >= 4 * cap + 256 && qs.top.full()) {
-              const float thr = qs.top.worst_key(), lim = thr - margin(q, thr);
+            if (qs.cands.size() >= 4 * cap + 256)
               qs.cands.erase(
                   std::remove_if(qs.cands.begin(), qs.cands.end(), [lim](const Cand& cd) { return cd.key < lim; }),
                   qs.cands.end());
-            }
           }
         }
       }

@@ -64,6 +64,35 @@ inline float key_of(const StoreView& s, const SearchArgs& a, uint64_t slot, floa
   return v;
 }
 
+// key_of of a plain search (no activation) for n consecutive slots from
+// their raw scores: the same operations in the same order, so the same bits,
+// in loops the compiler vectorises. Dead slots get keys too; callers test
+// liveness only for keys that reach their list.
+inline void plain_keys(const StoreView& s, const SearchArgs& a, uint64_t first, uint64_t n, const float* raw, float qn,
+                       float* out) {
+  const float* bias = a.apply_bias ? s.biases + first : nullptr;
+  if (s.metric == Metric::l2sq) {
+    if (bias)
+      for (uint64_t r = 0; r < n; ++r) out[r] = -(raw[r] - bias[r]);
+    else
+      for (uint64_t r = 0; r < n; ++r) out[r] = -raw[r];
+    return;
+  }
+  if (s.metric == Metric::cosine) {
+    const float* xn = s.norms + first;
+    // The division for every lane, the zero-norm rule as a select: no
+    // branch in the loop.
+    for (uint64_t r = 0; r < n; ++r) {
+      const float v = raw[r] / (qn * xn[r]);
+      out[r] = (qn == 0.0f || xn[r] == 0.0f) ? 0.0f : v;
+    }
+  } else {
+    for (uint64_t r = 0; r < n; ++r) out[r] = raw[r];
+  }
+  if (bias)
+    for (uint64_t r = 0; r < n; ++r) out[r] += bias[r];
+}
+
 inline void write_results(std::vector<Hit> hits, const SearchArgs& a, uint64_t qi, Metric metric) {
   uint64_t* ids = a.ids + qi * a.k;
   float* scores = a.scores + qi * a.k;
