@@ -30,27 +30,39 @@ constexpr float kMinSafeSquares = 1e-30f;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-// Loads lanes i.. of a row as f32, for each storage type.
+// Loads lanes i.. of a row as f32, for each storage type; widen() takes
+// lanes already loaded in the storage type.
 struct LoadF32 {
   using T = float;
   static HWY_INLINE VF load(DF df, const T* p) { return hn::LoadU(df, p); }
+  static HWY_INLINE VF widen(DF, VF v) { return v; }
 };
 struct LoadF16 {
   using T = hwy::float16_t;
   static HWY_INLINE VF load(DF df, const T* p) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p)); }
+  static HWY_INLINE VF widen(DF df, hn::Vec<hn::Rebind<T, DF>> v) { return hn::PromoteTo(df, v); }
 };
 struct LoadBF16 {
   using T = hwy::bfloat16_t;
   static HWY_INLINE VF load(DF df, const T* p) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p)); }
+  static HWY_INLINE VF widen(DF df, hn::Vec<hn::Rebind<T, DF>> v) { return hn::PromoteTo(df, v); }
 };
 
 // The last dim % lanes elements, zero-padded to a full vector.
 template <class L>
 HWY_INLINE VF load_tail(DF df, const typename L::T* p, size_t rem) {
+#if HWY_TARGET <= HWY_AVX3
+  // AVX-512 masked loads read nothing past rem and zero the rest: the same
+  // vector as the copy below, without a store and a reload of each tail.
+  const hn::Rebind<typename L::T, DF> dt;
+  return L::widen(df, hn::MaskedLoad(hn::FirstN(dt, rem), dt, p));
+#else
+  // Elsewhere masked loads of 16-bit lanes read the whole vector: a copy.
   HWY_ALIGN typename L::T buf[hn::MaxLanes(DF())];
   std::memset(buf, 0, sizeof(buf));
   std::memcpy(buf, p, rem * sizeof(typename L::T));
   return L::load(df, buf);
+#endif
 }
 HWY_INLINE VF load_q_tail(DF df, const float* p, size_t rem) { return load_tail<LoadF32>(df, p, rem); }
 
