@@ -95,6 +95,11 @@ bench:
 	/usr/bin/python3 bench/cpu/report.py $(BENCH)/cpu-run.jsonl bench/results/cpu-latest.jsonl \
 	  docs/benchmarks.md docs/cpu-speedup.png "make bench  # BENCH_THREADS=$(BENCH_THREADS)"
 	$(MAKE) bench-ivf
+	PYTHONPATH=python MNEMO_LIB_DIR=$(BENCH)/lib $(BENCH)/ivf-venv/bin/python bench/cpu/shape_grid.py \
+	  --threads $(BENCH_THREADS) --out bench/results/shape-grid-cpu.jsonl
+	PYTHONPATH=python MNEMO_LIB_DIR=$(BENCH)/lib $(BENCH)/ivf-venv/bin/python bench/ivf/cpu_ivf_bench.py \
+	  --threads $(BENCH_THREADS) --dims 64,128,256 --targets 0.9,0.95 --nprobe 1,2,4,8,16,32,64,128,256 \
+	  --out bench/results/ivf-cpu-short.jsonl
 
 # The index benchmark alone: mnemo's inverted-file index against its exact
 # scan and faiss-cpu's IndexIVFFlat (pip, pinned, in a venv of the bench

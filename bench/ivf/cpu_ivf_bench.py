@@ -9,8 +9,13 @@ called one at a time) and queries/s of one batch of --nq queries. The build
 is mnemo_store_build_index (train + assign + lay out) against FAISS's train
 + add. One JSON object per row to --out; a table and the targets last.
 
-Usage: cpu_ivf_bench.py [--n 1000000] [--dim 768] [--clusters 10000] [--nq 1000]
-       [--nlist 1000] [--nprobe 1,2,4,...] [--threads 2] [--out FILE]
+--dims 64,128,256 runs the whole comparison once per width (the short rows
+of bench/results/ivf-cpu-short.jsonl) and adds, per width and target recall
+(--targets), one "at_recall" object: each side's queries/s there, single and
+batch, interpolated between the nprobe points that bracket it.
+
+Usage: cpu_ivf_bench.py [--n 1000000] [--dim 768 | --dims 64,128,256] [--clusters 10000]
+       [--nq 1000] [--nlist 1000] [--nprobe 1,2,4,...] [--threads 2] [--out FILE]
 """
 import argparse
 import json
@@ -58,16 +63,59 @@ def main():
     ap.add_argument("--data", choices=["mixture", "patches"], default="mixture",
                     help="patches: real image patches (bench/ivf/patches.py); --n, --dim, --clusters ignored")
     ap.add_argument("--out", default="bench/results/ivf-cpu.jsonl")
+    ap.add_argument("--dims", default="", help="several widths, one after another (mixture data)")
+    ap.add_argument("--targets", default="0.95", help="recalls at which queries/s are compared")
     a = ap.parse_args()
     import faiss
-    import mnemo
 
     faiss.omp_set_num_threads(a.threads)
+    rows = []
+    targets = [float(t) for t in a.targets.split(",")]
+    for dim in ([int(d) for d in a.dims.split(",")] if a.dims else [a.dim]):
+        a.dim = dim
+        mine = run(a, faiss)
+        rows += mine
+        if a.dims:
+            rows += compare(mine, targets)
+        # Written after each width: a long run keeps what it has measured.
+        with open(a.out, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    for dim in sorted({r["dim"] for r in rows}):
+        summarize([r for r in rows if r["dim"] == dim], targets)
+
+
+def load_avg():
+    return round(os.getloadavg()[0], 2)
+
+
+def compare(rows, targets):
+    """Per target recall: each side's queries/s there, single and batch."""
+    out = []
+    mi = [r for r in rows if r["impl"] == "mnemo" and r["kind"] == "ivf"]
+    fa = [r for r in rows if r["impl"] == "faiss" and r["kind"] == "ivf"]
+    for t in targets:
+        r = dict(impl="compare", kind="at_recall", recall=t, dim=rows[0]["dim"], n=rows[0]["n"],
+                 threads=rows[0]["threads"], data=rows[0]["data"], centre_scale=rows[0]["centre_scale"])
+        for key, name in (("qps", "single_qps"), ("batch_qps", "batch_qps")):
+            r["mnemo_" + name] = at_recall([{"recall": x["recall"], "qps": x[key]} for x in mi], t)
+            r["faiss_" + name] = at_recall([{"recall": x["recall"], "qps": x[key]} for x in fa], t)
+            if r["mnemo_" + name] and r["faiss_" + name]:
+                r[name.replace("_qps", "_ratio")] = r["mnemo_" + name] / r["faiss_" + name]
+        r["load"] = load_avg()
+        print(json.dumps(r), flush=True)
+        out.append(r)
+    return out
+
+
+def run(a, faiss):
+    import mnemo
+
     rows = []
 
     def emit(**r):
         r.update(n=a.n, dim=a.dim, threads=a.threads, data=a.data,
-                 centre_scale=a.centre_scale if a.data == "mixture" else None)
+                 centre_scale=a.centre_scale if a.data == "mixture" else None, load=load_avg())
         rows.append(r)
         print(json.dumps(r), flush=True)
 
@@ -148,13 +196,11 @@ def main():
         emit(impl="faiss", kind="ivf", nprobe=p, recall=recall(got, truth), single_ms=lat_m * 1e3, qps=1.0 / lat_m,
              batch_qps=a.nq / bs)
 
-    with open(a.out, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    summarize(rows)
+    store.close()
+    return rows
 
 
-def summarize(rows):
+def summarize(rows, targets=(0.95,)):
     ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
     mi = [r for r in rows if r["impl"] == "mnemo" and r["kind"] == "ivf"]
     fa = [r for r in rows if r["impl"] == "faiss" and r["kind"] == "ivf"]
@@ -171,16 +217,17 @@ def summarize(rows):
         print(f"\nmnemo at recall >= 0.95: nprobe {first['nprobe']}, recall {first['recall']:.4f}, "
               f"1q {first['single_ms']:.3f} ms = {first['qps'] / ex['qps']:.1f}x the exact scan's queries/s "
               "(target >= 20x)")
-    for key in ("qps", "batch_qps"):
-        sub_m = [{"recall": r["recall"], "qps": r[key]} for r in mi]
-        sub_f = [{"recall": r["recall"], "qps": r[key]} for r in fa]
-        qm, qf = at_recall(sub_m, 0.95), at_recall(sub_f, 0.95)
-        label = "single-query" if key == "qps" else "batch"
-        if qm and qf:
-            print(f"{label} queries/s at recall 0.95: mnemo {qm:.0f}, faiss {qf:.0f} ({qm / qf:.2f}x; target >= 1)")
-        else:
-            print(f"{label} queries/s at recall 0.95: mnemo {qm}, faiss {qf} (a side never reached 0.95)")
-    print(f"build (train + add): mnemo {mb['build_s']:.1f} s, faiss {fb['build_s']:.1f} s "
+    for t in targets:
+        for key in ("qps", "batch_qps"):
+            sub_m = [{"recall": r["recall"], "qps": r[key]} for r in mi]
+            sub_f = [{"recall": r["recall"], "qps": r[key]} for r in fa]
+            qm, qf = at_recall(sub_m, t), at_recall(sub_f, t)
+            label = "single-query" if key == "qps" else "batch"
+            if qm and qf:
+                print(f"{label} queries/s at recall {t}: mnemo {qm:.0f}, faiss {qf:.0f} ({qm / qf:.2f}x; target >= 1)")
+            else:
+                print(f"{label} queries/s at recall {t}: mnemo {qm}, faiss {qf} (a side never reached it)")
+    print(f"dim {ex['dim']}: build (train + add): mnemo {mb['build_s']:.1f} s, faiss {fb['build_s']:.1f} s "
           f"(target: mnemo <= faiss)")
 
 
