@@ -23,8 +23,13 @@ namespace {
 
 // Rows scored per kernel call: the scores of a block stay in L1.
 constexpr uint64_t kBlock = 64;
-// Slots a thread takes at a time from a large store.
-constexpr uint64_t kChunk = 4096;
+// Bytes of rows a thread takes at a time from a large store: wide rows
+// still make many chunks, so a thread that loses its core holds little up.
+constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+// A store of fewer slots than kSplitMinSlots but at least this many bytes is
+// still split by slots when there are fewer query groups than threads (one
+// query against 5000 rows of 3072 would otherwise run on one thread).
+constexpr uint64_t kSplitMinBytes = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -81,7 +86,8 @@ void CpuBackend::search(const SearchArgs& a) {
   const uint64_t groups = (a.nq + G - 1) / G;
   ParallelErrors errors;
 
-  if (s.slots < kSplitMinSlots) {
+  const uint64_t row_bytes = s.dim * dtype_size(s.dtype);
+  if (s.slots < kSplitMinSlots && (groups >= static_cast<uint64_t>(nt) || s.slots * row_bytes < kSplitMinBytes)) {
     // A small store: each thread takes whole query groups.
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t g = 0; g < static_cast<int64_t>(groups); ++g) {
@@ -98,10 +104,12 @@ void CpuBackend::search(const SearchArgs& a) {
     errors.rethrow();
     return;
   }
-  // A large store: one pass per query group. Threads take chunks of slots
-  // from a shared counter, so a thread that loses its core to another
-  // process does not hold the others up; any split gives the same result.
-  const uint64_t chunks = (s.slots + kChunk - 1) / kChunk;
+  // A large store (or a few queries): one pass per query group. Threads
+  // take chunks of slots from a shared counter, so a thread that loses its
+  // core to another process does not hold the others up; any split gives
+  // the same result.
+  const uint64_t chunk = std::max(kBlock, kChunkBytes / row_bytes);
+  const uint64_t chunks = (s.slots + chunk - 1) / chunk;
   for (uint64_t g = 0; g < groups; ++g) {
     const uint64_t q0 = g * G, m = std::min(G, a.nq - q0);
     const float* q = a.queries + q0 * s.dim;
@@ -117,7 +125,7 @@ void CpuBackend::search(const SearchArgs& a) {
       const size_t t = 0;
 #endif
       for (uint64_t c = next++; c < chunks; c = next++)
-        scan_range(s, a, q, m, qn, c * kChunk, std::min(s.slots, (c + 1) * kChunk), parts[t].data());
+        scan_range(s, a, q, m, qn, c * chunk, std::min(s.slots, (c + 1) * chunk), parts[t].data());
     });
     errors.rethrow();
     for (uint64_t j = 0; j < m; ++j) {
