@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -80,11 +81,18 @@ inline void plain_keys(const StoreView& s, const SearchArgs& a, uint64_t first, 
   }
   if (s.metric == Metric::cosine) {
     const float* xn = s.norms + first;
-    // The division for every lane, the zero-norm rule as a select: no
-    // branch in the loop.
-    for (uint64_t r = 0; r < n; ++r) {
-      const float v = raw[r] / (qn * xn[r]);
-      out[r] = (qn == 0.0f || xn[r] == 0.0f) ? 0.0f : v;
+    if (qn == 0.0f) {
+      for (uint64_t r = 0; r < n; ++r) out[r] = 0.0f;
+    } else {
+      // The division for every lane and the zero-norm rule as a mask of
+      // its bits (+0.0f is all zeros): no branch, so the loop vectorises.
+      for (uint64_t r = 0; r < n; ++r) {
+        const float x = xn[r], v = raw[r] / (qn * x);
+        uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        bits &= 0u - static_cast<uint32_t>(x != 0.0f);
+        std::memcpy(out + r, &bits, sizeof bits);
+      }
     }
   } else {
     for (uint64_t r = 0; r < n; ++r) out[r] = raw[r];
