@@ -11,12 +11,15 @@ argpartition and a sort of the k kept. Cosine peers search unit rows (the
 usual way with them); mnemo stores the same unit rows with metric cosine.
 
 Bandwidth: a C++ reader (bench/cpu/read_bw.cpp, compiled here) sums a buffer
-of the store's size with the same threads, best of several passes; the floor
-of a cell is its vector bytes over that bandwidth, and a one-query cell's
-share of the floor is floor_ms / mnemo_ms.
+of the store's size with the same threads, best of several passes, at the
+start and before each store; the floor of a cell is its vector bytes over the
+best bandwidth of the run at that size, and a one-query cell's share of the
+floor is floor_ms / mnemo_ms. The machine is shared: before each store the
+run waits (--wait-quiet) for other processes to go quiet, and each cell
+records the load and the others' CPU share it started with.
 
-Times are medians of interleaved repetitions (mnemo, faiss, numpy in turn)
-after a warm-up. One JSON object per cell to --out; a table and the targets.
+Times are medians of a block of repetitions per implementation after a
+warm-up, with a pause between blocks (see timed()). One JSON object per cell to --out; a table and the targets.
 
 Usage: shape_grid.py [--threads 2] [--out FILE] [--quick] [--only dim=128,k=100]
 """
@@ -38,6 +41,8 @@ def parse():
     ap.add_argument("--only", default="", help="keep cells matching key=value[,key=value] (dim, k, nq, mb, dtype, metric)")
     ap.add_argument("--min-s", type=float, default=0.4, help="time each implementation about this long per cell")
     ap.add_argument("--impls", default="mnemo,faiss,numpy")
+    ap.add_argument("--wait-quiet", type=float, default=60,
+                    help="before each store, wait up to this long for the other processes to go quiet")
     return ap.parse_args()
 
 
@@ -86,6 +91,32 @@ def load_avg():
     return os.getloadavg()[0]
 
 
+def busy_share(seconds=1.0):
+    """Share of the machine's CPU time spent busy over `seconds` (this
+    process idles meanwhile, so it is other processes' share)."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)
+    i0, t0 = sample()
+    time.sleep(seconds)
+    i1, t1 = sample()
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_quiet(limit_s):
+    """Waits until others use under 10% of the CPUs for 3 s in a row (at
+    most limit_s); returns (seconds waited, last busy share)."""
+    waited, calm, b = 0, 0, 0.0
+    while waited < limit_s:
+        b = busy_share()
+        waited += 1
+        calm = calm + 1 if b < 0.10 else 0
+        if calm >= 3:
+            break
+    return waited, b
+
+
 def reader(threads):
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "read_bw.cpp")
     lib = os.path.join(tempfile.mkdtemp(prefix="mnemo_read_bw_"), "read_bw.so")
@@ -127,22 +158,25 @@ def topk_rows(scores, k):
 
 
 def timed(fns, min_s, quick):
-    """Median ms of each function, repetitions interleaved after a warm-up."""
-    t0 = {}
+    """Median ms of each function: a block of repetitions per function after
+    a warm-up call (timed, to size the block: 3 to 15 calls, about min_s).
+    Blocks, not interleaved calls, and a pause before each: numpy's OpenBLAS
+    threads and each OpenMP runtime's threads spin for a while after a call,
+    and would take the cores from whatever ran next."""
+    ms, reps = {}, {}
     for name, f in fns.items():
-        f()
+        time.sleep(0.25)
         a = time.perf_counter()
         f()
-        t0[name] = time.perf_counter() - a
-    slowest = max(t0.values())
-    reps = int(min(15, max(3 if quick else 5, min_s / max(slowest, 1e-6))))
-    ts = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, f in fns.items():
+        first = time.perf_counter() - a
+        n = int(min(15, max(3 if quick or first > 0.1 else 5, min_s / max(first, 1e-6))))
+        ts = []
+        for _ in range(n):
             a = time.perf_counter()
             f()
-            ts[name].append((time.perf_counter() - a) * 1e3)
-    return {name: float(np.median(v)) for name, v in ts.items()}, reps
+            ts.append((time.perf_counter() - a) * 1e3)
+        ms[name], reps[name] = float(np.median(ts)), n
+    return ms, min(reps.values())
 
 
 def main():
@@ -197,6 +231,8 @@ def main():
                 s = (2 * s - (xn2[:, None] if s.ndim == 2 else xn2)) - (qn2[None, :] if s.ndim == 2 else qn2[0])
             return topk_rows(s.T if s.ndim == 2 else s, k)
 
+        waited, busy = wait_quiet(A.wait_quiet)
+        bw[mb] = max(bw[mb], gbs(mb * MB))
         for c in gcells:
             _, _, _, _, k, nq = c
             qq = np.ascontiguousarray(q[:nq])
@@ -222,7 +258,8 @@ def main():
             r = dict(dim=d, dtype=dtype, k=k, nq=nq, store_bytes=nbytes, store_mb=mb, metric=metric, n=n,
                      mnemo_ms=ms.get("mnemo"), faiss_ms=ms.get("faiss"), numpy_ms=ms.get("numpy"),
                      floor_ms=floor, bandwidth_gbs=bw[mb], threads=A.threads, faiss_impl=fname,
-                     reps=reps, top1_agree=agree, load=round(max(load0, load_avg()), 2))
+                     reps=reps, top1_agree=agree, load=round(max(load0, load_avg()), 2),
+                     others_busy=round(busy, 3), quiet_wait_s=waited)
             if r["mnemo_ms"]:
                 if r["faiss_ms"]:
                     r["vs_faiss"] = r["faiss_ms"] / r["mnemo_ms"]
@@ -234,6 +271,13 @@ def main():
             print(line(r), flush=True)
         store.close()
         del fi, xs
+    # Every floor from the best bandwidth the run measured at that size: the
+    # most demanding floor, whatever disturbed single measurements.
+    for r in rows:
+        r["bandwidth_gbs"] = bw[r["store_mb"]]
+        r["floor_ms"] = r["store_bytes"] / (r["bandwidth_gbs"] * 1e9) * 1e3
+        if "floor_share" in r:
+            r["floor_share"] = r["floor_ms"] / r["mnemo_ms"]
     with open(A.out, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
