@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #ifdef _OPENMP
@@ -38,13 +40,25 @@ struct Cand {
   uint64_t slot;
 };
 
-// One thread's state for one query: the k best GEMM keys (for the entry
-// threshold) and every candidate within the margin of it.
+// One thread's state for one query: its candidates, and the key below
+// which rows are left out (the cap-th best GEMM key less the margin, as of
+// the last compaction).
 struct QueryState {
-  explicit QueryState(uint64_t k) : top(k) {}
-  TopK top;
   std::vector<Cand> cands;
+  float lim = -std::numeric_limits<float>::infinity();
+  uint64_t compact_at = 0;
 };
+
+// The cap-th largest key among the candidates that are not NaN (those go to
+// the front: they are always kept); false when there are fewer than cap.
+bool kth_key(std::vector<Cand>& c, uint64_t cap, float* kth) {
+  const auto real = std::partition(c.begin(), c.end(), [](const Cand& x) { return std::isnan(x.key); });
+  if (static_cast<uint64_t>(c.end() - real) < cap) return false;
+  const auto nth = real + static_cast<std::ptrdiff_t>(cap - 1);
+  std::nth_element(real, nth, c.end(), [](const Cand& x, const Cand& y) { return x.key > y.key; });
+  *kth = nth->key;
+  return true;
+}
 
 }  // namespace
 
@@ -100,12 +114,13 @@ void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* 
     const size_t t = 0;
 #endif
     std::vector<QueryState>& st = state[t];
-    st.assign(nq, QueryState(cap));
+    st.assign(nq, QueryState());
     std::vector<float> wide(s.dtype == DType::f32 ? 0 : kTileRows * D);
     std::vector<float> tile(std::min(nq, kQueryChunk) * kTileRows);
     std::vector<float> extra(a.act.on ? kTileRows : 0);  // the tile's activation terms, shared by its queries
     std::vector<float> gathered;                         // an item's queries, when it names them
     std::vector<float> raw(l2 ? kTileRows : 0), keys(kTileRows);
+    std::vector<uint32_t> pass(kTileRows);
     for (uint64_t ti = next++; ti < tiles; ti = next++) {
       const GemmItem& it = items[ti];
       const uint64_t r0 = it.lo, n = it.hi - it.lo;
@@ -145,25 +160,32 @@ void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* 
           } else {
             plain_keys(s, a, r0, n, row, qn[q], keys.data());
           }
-          // Rows below the entry key less the margin stop at one compare
-          // (NaN keys go on, as candidates for the exact re-score).
-          float lim = -std::numeric_limits<float>::infinity();
-          if (qs.top.full()) lim = qs.top.worst_key() - margin(q, qs.top.worst_key());
+          // Rows below the entry key stop at one compare (NaN keys go on,
+          // as candidates for the exact re-score). The candidates are
+          // compacted by a selection, not kept in a heap: with k in the
+          // thousands most rows of a tile enter, and a heap spent more time
+          // than the sgemm.
+          if (qs.compact_at == 0) qs.compact_at = 2 * cap + 64;
+          // First the rows at or above the entry key, without a branch,
+          // then those rows one by one.
+          uint64_t admitted = 0;
           for (uint64_t r = 0; r < n; ++r) {
-            const float key = keys[r];
-            if (key < lim) continue;
-            const uint64_t slot = r0 + r;
-            if (!slot_live(s, a, slot)) continue;
-            qs.top.push(key, s.ids[slot]);
-            qs.cands.push_back({key, slot});
-            if (!qs.top.full()) continue;
-            const float thr = qs.top.worst_key();
-            lim = thr - margin(q, thr);
-            // Drop candidates the rising threshold has left behind.
-            if (qs.cands.size() >= 4 * cap + 256)
+            pass[admitted] = static_cast<uint32_t>(r);
+            admitted += !(keys[r] < qs.lim);
+          }
+          for (uint64_t i = 0; i < admitted; ++i) {
+            const uint64_t r = pass[i], slot = r0 + r;
+            if (keys[r] < qs.lim || !slot_live(s, a, slot)) continue;
+            qs.cands.push_back({keys[r], slot});
+            if (qs.cands.size() < qs.compact_at) continue;
+            float kth;
+            if (kth_key(qs.cands, cap, &kth)) {
+              const float lim = qs.lim = kth - margin(q, kth);
               qs.cands.erase(
                   std::remove_if(qs.cands.begin(), qs.cands.end(), [lim](const Cand& cd) { return cd.key < lim; }),
                   qs.cands.end());
+            }
+            qs.compact_at = std::max<uint64_t>(2 * cap + 64, 2 * qs.cands.size());
           }
         }
       }
@@ -172,26 +194,102 @@ void gemm_search(const SearchArgs& a, int threads, const std::vector<GemmItem>* 
   errors.rethrow();
 
   // Per query: the global GEMM threshold, then the candidates within its
-  // margin re-scored with the streaming kernel.
+  // margin, query by query.
+  std::vector<std::vector<uint64_t>> picked(nq);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
   for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
     errors.run([&] {
       const uint64_t q = static_cast<uint64_t>(qi);
-      TopK gemm_top(cap);
-      for (auto& st : state) gemm_top.merge(st[q].top);
-      const bool full = gemm_top.full();
-      const float thr = full ? gemm_top.worst_key() : 0.0f;
-      const float lim = full ? thr - margin(q, thr) : 0.0f;
-      const float* qv = a.queries + q * D;
-      TopK exact(cap);
-      for (auto& st : state)
-        for (const Cand& cd : st[q].cands) {
-          if (full && cd.key < lim) continue;
-          float raw;
-          simd::score_rows(qv, 1, base + cd.slot * row_bytes, s.dtype, D, 1, l2, &raw);
-          exact.push(key_of(s, a, cd.slot, raw, qn[q]), s.ids[cd.slot]);
+      // The global GEMM threshold: the cap-th best key of every thread's
+      // candidates (a row a thread dropped was below its own cap-th key, so
+      // never among the cap best of all).
+      std::vector<Cand> all;
+      for (auto& st : state) all.insert(all.end(), st[q].cands.begin(), st[q].cands.end());
+      float kth = 0.0f;
+      const bool full = kth_key(all, cap, &kth);
+      const float lim = full ? kth - margin(q, kth) : 0.0f;
+      for (const Cand& cd : all)
+        if (!(full && cd.key < lim)) picked[q].push_back(cd.slot);
+    });
+  }
+  errors.rethrow();
+  state.clear();
+
+  // The candidates re-scored with the streaming kernel slot by slot: each
+  // candidate row is read once for all the queries that kept it, four
+  // queries a pass (a large k keeps thousands of rows a query, and reading
+  // a wide row once per query cost three times the GEMM at k = 1000).
+  std::vector<uint64_t> first(nq + 1, 0);
+  for (uint64_t q = 0; q < nq; ++q) first[q + 1] = first[q] + picked[q].size();
+  const uint64_t pairs = first[nq];
+  std::vector<uint64_t> pair_slot(pairs);
+  std::vector<uint32_t> pair_query(pairs);
+  for (uint64_t q = 0; q < nq; ++q)
+    for (uint64_t i = first[q]; i < first[q + 1]; ++i) {
+      pair_slot[i] = picked[q][i - first[q]];
+      pair_query[i] = static_cast<uint32_t>(q);
+    }
+  // Pair numbers in slot order, queries ascending within a slot: a counting
+  // sort where the pairs are many for the store, else a comparison sort
+  // (a pass over every slot would cost more than the few pairs).
+  std::vector<uint64_t> order(pairs);
+  if (s.slots <= 4 * pairs) {
+    std::vector<uint64_t> at(s.slots + 1, 0);
+    for (uint64_t i = 0; i < pairs; ++i) ++at[pair_slot[i] + 1];
+    for (uint64_t i = 0; i < s.slots; ++i) at[i + 1] += at[i];
+    for (uint64_t i = 0; i < pairs; ++i) order[at[pair_slot[i]]++] = i;
+  } else {
+    for (uint64_t i = 0; i < pairs; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint64_t x, uint64_t y) {
+      return pair_slot[x] != pair_slot[y] ? pair_slot[x] < pair_slot[y] : x < y;
+    });
+  }
+  // Where each slot's run of pairs starts, in runs of about 64 slots a task.
+  std::vector<uint64_t> runs;
+  for (uint64_t i = 0; i < pairs; ++i)
+    if (i == 0 || pair_slot[order[i]] != pair_slot[order[i - 1]]) runs.push_back(i);
+  runs.push_back(pairs);
+  std::vector<float> exact_key(pairs);
+  constexpr uint64_t kRunsPerTask = 64;
+  const uint64_t nruns = runs.size() - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t ti = 0; ti < static_cast<int64_t>((nruns + kRunsPerTask - 1) / kRunsPerTask); ++ti) {
+    errors.run([&] {
+      const uint64_t r0 = static_cast<uint64_t>(ti) * kRunsPerTask, r1 = std::min(nruns, r0 + kRunsPerTask);
+      const float* qp[simd::kMaxQueries];
+      float raw[simd::kMaxQueries];
+      for (uint64_t run = r0; run < r1; ++run) {
+        const uint64_t slot = pair_slot[order[runs[run]]];
+        for (uint64_t i = runs[run]; i < runs[run + 1]; i += simd::kMaxQueries) {
+          const uint64_t m = std::min(simd::kMaxQueries, runs[run + 1] - i);
+          for (uint64_t j = 0; j < m; ++j) qp[j] = a.queries + uint64_t{pair_query[order[i + j]]} * D;
+          simd::score_row_ptrs(qp, m, base + slot * row_bytes, s.dtype, D, l2, raw);
+          for (uint64_t j = 0; j < m; ++j) {
+            const uint64_t p = order[i + j];
+            exact_key[p] = key_of(s, a, slot, raw[j], qn[pair_query[p]]);
+          }
         }
-      write_results(exact.take_sorted(), a, q, s.metric);
+      }
+    });
+  }
+  errors.rethrow();
+
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+  for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
+    errors.run([&] {
+      const uint64_t q = static_cast<uint64_t>(qi);
+      // The cap best of the exact keys by a selection (the library's total
+      // order; NaN never kept), as a list would keep them.
+      std::vector<Hit> hits;
+      hits.reserve(first[q + 1] - first[q]);
+      for (uint64_t i = first[q]; i < first[q + 1]; ++i)
+        if (!std::isnan(exact_key[i])) hits.push_back({exact_key[i], s.ids[pair_slot[i]]});
+      if (hits.size() > cap) {
+        std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(cap - 1), hits.end(), better);
+        hits.resize(cap);
+      }
+      std::sort(hits.begin(), hits.end(), better);
+      write_results(std::move(hits), a, q, s.metric);
     });
   }
   errors.rethrow();

@@ -162,6 +162,37 @@ void ScoreRows(const float* queries, uint64_t m, const void* rows, DType t, uint
   }
 }
 
+// One row against m queries given by pointers, four (or two) at a time.
+template <class L, bool kL2>
+void score_row_ptrs_l(const float* const* q, size_t m, const void* row, size_t dim, float* out) {
+  constexpr size_t kGroup = HWY_MAX_BYTES >= 64 ? 4 : 2;
+  for (size_t j0 = 0; j0 < m;) {
+    const size_t g = m - j0 >= kGroup ? kGroup : (m - j0 >= 2 ? 2 : 1);
+    if (g == 4)
+      score_rows_t<L, 4, kL2>(q + j0, row, dim, 1, 1, out + j0);
+    else if (g == 2)
+      score_rows_t<L, 2, kL2>(q + j0, row, dim, 1, 1, out + j0);
+    else
+      score_rows_t<L, 1, kL2>(q + j0, row, dim, 1, 1, out + j0);
+    j0 += g;
+  }
+}
+
+void ScoreRowPtrs(const float* const* queries, uint64_t m, const void* row, DType t, uint64_t dim, bool l2,
+                  float* out) {
+  switch (t) {
+    case DType::f16:
+      return l2 ? score_row_ptrs_l<LoadF16, true>(queries, m, row, dim, out)
+                : score_row_ptrs_l<LoadF16, false>(queries, m, row, dim, out);
+    case DType::bf16:
+      return l2 ? score_row_ptrs_l<LoadBF16, true>(queries, m, row, dim, out)
+                : score_row_ptrs_l<LoadBF16, false>(queries, m, row, dim, out);
+    default:
+      return l2 ? score_row_ptrs_l<LoadF32, true>(queries, m, row, dim, out)
+                : score_row_ptrs_l<LoadF32, false>(queries, m, row, dim, out);
+  }
+}
+
 // dot(a, b) and |b|^2, or |a - b|^2, or |a|^2 over two storage rows.
 enum class PairKind { dot_bnorm, l2, sumsq };
 
@@ -421,6 +452,7 @@ HWY_AFTER_NAMESPACE();
 namespace mnemo::cpu::simd {
 
 HWY_EXPORT(ScoreRows);
+HWY_EXPORT(ScoreRowPtrs);
 HWY_EXPORT(ActivationExtras);
 HWY_EXPORT(PairDot);
 HWY_EXPORT(PairL2sq);
@@ -435,6 +467,10 @@ HWY_EXPORT(TargetNameImpl);
 void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
                 float* out) {
   HWY_DYNAMIC_DISPATCH(ScoreRows)(queries, m, rows, t, dim, n, l2, out);
+}
+void score_row_ptrs(const float* const* queries, uint64_t m, const void* row, DType t, uint64_t dim, bool l2,
+                    float* out) {
+  HWY_DYNAMIC_DISPATCH(ScoreRowPtrs)(queries, m, row, t, dim, l2, out);
 }
 void pair_dot(const void* a, const void* b, DType t, uint64_t dim, float* dot, float* b_sumsq) {
   HWY_DYNAMIC_DISPATCH(PairDot)(a, b, t, dim, dot, b_sumsq);

@@ -20,6 +20,11 @@ constexpr uint64_t kMaxQueries = 4;
 void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
                 float* out);
 
+// out[j] = the score of one row against queries[j], j < m (any m): the same
+// value score_rows gives that query and row.
+void score_row_ptrs(const float* const* queries, uint64_t m, const void* row, DType t, uint64_t dim, bool l2,
+                    float* out);
+
 // Both operands of storage type t: dot(a, b) and |b|^2 in one pass.
 void pair_dot(const void* a, const void* b, DType t, uint64_t dim, float* dot, float* b_sumsq);
 // |a - b|^2.
