@@ -1,12 +1,10 @@
 # Every committed fuzz input (seed corpus and past failures) replayed under
-# ctest by the same harness sources, built with the ordinary compiler and a
-# main() that feeds the files in; runs in the normal and the sanitized build.
+# ctest by the same harness objects the fuzzer links, with a main() that feeds
+# the files in; runs in the normal and the sanitized build.
 include(${CMAKE_CURRENT_LIST_DIR}/targets.cmake)
 
 foreach(t ${MNEMO_FUZZ_TARGETS})
-  add_executable(mnemo_fuzz_replay_${t} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${t}.cpp ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp
-                                        ${MNEMO_FUZZ_COMMON})
-  mnemo_fuzz_setup(mnemo_fuzz_replay_${t})
+  mnemo_fuzz_program(mnemo_fuzz_replay_${t} ${t} ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp)
   target_link_libraries(mnemo_fuzz_replay_${t} PRIVATE mnemo)
   set(_inputs ${CMAKE_CURRENT_LIST_DIR}/corpus/${t})
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/regressions/${t})
