@@ -27,14 +27,18 @@ demo: build
 test-cpp: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
+# One sanitized configuration (clang, ASan + UBSan) for the sanitized test
+# run and the fuzzers: the library, the test programs, and each fuzz harness
+# (linked into its replay and its libFuzzer program) are compiled once.
 $(ASAN)/CMakeCache.txt:
-	cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=ON \
-	  -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=ON \
+	  -DMNEMO_BUILD_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
 
 # Sanitized run of the C++ suites; tests loading the library into another
-# runtime (Python) are labelled nosan and run only in the normal build.
+# runtime (Python) are labelled nosan and run only in the normal build. Only
+# the programs the tests run are built (mnemo_test_programs).
 test-asan: deps $(ASAN)/CMakeCache.txt
-	cmake --build $(ASAN) -j$(JOBS)
+	cmake --build $(ASAN) -j$(JOBS) --target mnemo_test_programs
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN) --output-on-failure -j$(JOBS) -LE "nosan|large"
 
@@ -118,21 +122,18 @@ bench-ivf:
 	  cpu-patches bench/results/ivf-cpu-patches.jsonl "make bench-ivf (--data patches)" faiss \
 	  $$( [ -f $(IVF_GPU_RESULTS) ] && echo gpu $(IVF_GPU_RESULTS) device-test.sh cuvs )
 
-# libFuzzer targets (clang, ASan+UBSan) in their own folder; `make fuzz` runs
-# each for FUZZ_SECONDS and prints executions, coverage and findings.
-FUZZ ?= build-fuzz
+# libFuzzer targets (clang, ASan+UBSan) in the sanitized folder; `make fuzz`
+# runs each for FUZZ_SECONDS, FUZZ_JOBS at a time (one process a core), and
+# prints executions, coverage and findings.
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= $(JOBS)
 FUZZ_TARGETS ?= abi_calls precision resample pairs store_file
 
-$(FUZZ)/CMakeCache.txt:
-	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMNEMO_BUILD_TESTS=OFF \
-	  -DMNEMO_BUILD_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_SANITIZE=address,undefined
-
-fuzz-build: deps $(FUZZ)/CMakeCache.txt
-	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_all
+fuzz-build: deps $(ASAN)/CMakeCache.txt
+	cmake --build $(ASAN) -j$(JOBS) --target fuzz_all
 
 fuzz: fuzz-build
-	bash fuzz/run.sh $(FUZZ)/bin $(FUZZ)/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_JOBS=$(FUZZ_JOBS) bash fuzz/run.sh $(ASAN)/bin $(ASAN)/fuzz-run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
 	find core cabi kernels tests fuzz bench examples python/ext -name '*.[ch]' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' | xargs -r clang-format -i

@@ -10,33 +10,55 @@
 # timeout-, oom- files) to WORK_DIR/findings/<target>/ and each log to
 # WORK_DIR/<target>.log. Extra libFuzzer flags come from FUZZ_FLAGS
 # (e.g. FUZZ_FLAGS="-fork=1 -ignore_crashes=1" to go on after a finding).
-# Exit status 1 when any target has a finding.
+# FUZZ_JOBS targets run at a time (default 1; each is one process, so up to
+# one a core), each still for SECONDS. Exit status 1 when any target has a
+# finding.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$1 work=$2 seconds=$3
 shift 3
+jobs=${FUZZ_JOBS:-1}
 mkdir -p "$work"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-found=0
-rows=()
 for t in "$@"; do
-  exe="$bin/fuzz_$t"
-  [ -x "$exe" ] || { echo "missing $exe" >&2; exit 2; }
-  corpus="$work/corpus/$t" findings="$work/findings/$t" log="$work/$t.log"
+  [ -x "$bin/fuzz_$t" ] || { echo "missing $bin/fuzz_$t" >&2; exit 2; }
+done
+
+# One target's run; its exit status goes to WORK_DIR/<target>.rc.
+run_target() {
+  local t=$1
+  local corpus="$work/corpus/$t" findings="$work/findings/$t"
   mkdir -p "$corpus" "$findings"
-  seeds=()
+  local seeds=() extra=()
   [ -d "$here/corpus/$t" ] && seeds+=("$here/corpus/$t")
   [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
   # fuzz_precision needs inputs of a few hundred bytes to build its rows:
   # start at full length instead of growing it slowly.
-  extra=()
   [ "$t" = precision ] && extra=(-len_control=0 -max_len=1024)
-  echo "== fuzz_$t for ${seconds} s"
   # shellcheck disable=SC2086
-  "$exe" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 -max_len=4096 \
-    -artifact_prefix="$findings/" "${extra[@]}" ${FUZZ_FLAGS:-} "$corpus" "${seeds[@]}" >"$log" 2>&1
-  rc=$?
+  "$bin/fuzz_$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096 -max_len=4096 \
+    -artifact_prefix="$findings/" "${extra[@]}" ${FUZZ_FLAGS:-} "$corpus" "${seeds[@]}" >"$work/$t.log" 2>&1
+  echo $? >"$work/$t.rc"
+}
+
+running=0
+for t in "$@"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+  echo "== fuzz_$t for ${seconds} s"
+  run_target "$t" &
+  running=$((running + 1))
+done
+wait
+
+found=0
+rows=()
+for t in "$@"; do
+  findings="$work/findings/$t" log="$work/$t.log"
+  rc=$(cat "$work/$t.rc")
   execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $2); s += $2 } END { print s + 0 }' "$log")
   eps=$(awk -F: '/stat::average_exec_per_sec/ { gsub(/ /, "", $2); print $2 }' "$log" | tail -n1)
   # Fork mode prints no final stats of its own: take the last status line.

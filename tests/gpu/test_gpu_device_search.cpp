@@ -4,6 +4,7 @@
 // prefiltered radix selection for large k, GEMM tiles), padding included;
 // bad input is refused with nothing written; a write waits for the searches
 // queued before it. Skips, saying why, where no CUDA backend can be created.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -38,7 +39,8 @@ TEST(GpuDeviceSearch, CpuRuntimeIsRefused) {
   ASSERT_TRUE(cpu);
   auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, cpu.get());
   ASSERT_TRUE(s);
-  mt::Buf<float> q(8, 0.5f), scores(4);
+  mt::Buf<float> q(8), scores(4);
+  std::fill(q.data(), q.data() + 8, 0.5f);
   mt::Buf<uint64_t> ids(4);
   EXPECT_EQ(mnemo_store_search_device(s.get(), q.data(), 1, 4, nullptr, ids.data(), scores.data(), nullptr),
             MNEMO_E_BACKEND_UNAVAILABLE);
@@ -191,7 +193,8 @@ TEST(GpuDeviceSearch, BadInputChangesNothing) {
   EXPECT_EQ(di.bytes(), std::vector<unsigned char>(poison.begin(), poison.begin() + 2 * k * 8));
   EXPECT_EQ(ds.bytes(), std::vector<unsigned char>(poison.begin(), poison.begin() + 2 * k * 4));
   // Pageable host memory is not device memory.
-  mt::Buf<float> hq(2 * dim, 0.5f);
+  mt::Buf<float> hq(2 * dim);
+  std::fill(hq.data(), hq.data() + 2 * dim, 0.5f);
   EXPECT_EQ(mnemo_store_search_device(s.get(), hq.data(), 2, k, nullptr, di.as<uint64_t>(), ds.as<float>(), nullptr),
             MNEMO_E_INVALID_ARGUMENT);
   EXPECT_NE(std::string(mnemo_last_error()).find("queries"), std::string::npos) << mnemo_last_error();
