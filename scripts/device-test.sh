@@ -189,6 +189,11 @@ run() {
   bg_step() {
     local name=$1 limit=$2 i=${#bg_names[@]}
     shift 2
+    if [ -n "${MNEMO_STEP_SKIP:-}" ] && [[ $name =~ $MNEMO_STEP_SKIP ]]; then
+      names+=("$name")
+      results+=("skipped (MNEMO_STEP_SKIP)")
+      return 0
+    fi
     (
       t0=$SECONDS
       timeout "$limit" "$@" >"$out/sanitizer$i.log" 2>&1
@@ -215,6 +220,13 @@ run() {
     --gtest_brief=1 "--gtest_filter=*n31_*:*n20_*:GpuSearchTies.*:GpuStore.UpdatesReachTheDevice:*F16_Cosine_d768_n5000*:*F32_L2sq_d96_n6000_q17_k300_fast*:*GpuPairs.*_d127_*:*GpuPairs.*F32_L2sq_d771*:*GpuResample.*_d3*:*GpuResample.*s20000*:*GpuNorm.*d127:*GpuNorm.*d4097:GpuDevicePointers.*:GpuStore.StatsCountDeviceBytes:GpuDeviceSearch.*:GpuDeviceSimilarity.*:*n30011*:*GpuActivation.SmallStores/*:GpuActivationCases.*:*n6001_q70_k10_fast*:*n20_q16_k20_fast*:*n30011_q130_k16_fast*:GpuSearchGraph.*:*_n7_q1_k5_*:*_n1001_q1_k32_*:*_n40_q1_k40_*:*_n2999_q1_k256_*:*n12007_q150*:*n6007_q257*:*n9001_q23*:*n8009_q300*:*n3001_q11_k7*:*n30_q16_k30*:*n20011_q100*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n100003_q17*:*n70001_q1_*:*n5003_q1_k300*:*n4099_q3_k400*:*n300_q1_k300*:GpuSimilarity.FastBf16*:*F32_*_d100_n6001_q70_k10_fast:*F32_Cosine_d128_n12007_q150_k10_fast:*F32_Dot_d24_n30_q16_k30_fast:*F32_Dot_d768_n12345_q16_k16_fast:*F32_L2sq_d136_n3001_q40_k10_fast:*F16_Cosine_d200_n30011_q130_k16_fast:*BF16_Cosine_d384_n9000_q250_k5_fast-GpuActivationCases.QueryChunksOfASmallWorkspace"
   bg_step "racecheck (subset)" 540 compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests \
     --gtest_brief=1 "--gtest_filter=*n31_*:*F16_Cosine_d127_n4000*:*F32_Dot_d100_n6000_q40_k100_fast*:*BF16_Cosine_d96_n6000_q17_k300_exact*:*GpuPairs.*F16_Cosine_d1024_n40000*:*GpuResample.*_d64_*:*GpuNorm.*d768:*GpuNorm.*d4097:*F32_Cosine_d96_n30011*:GpuDeviceSearch.TiesBeyondThePrefilterFallBack:*F16_L2sq_d5_n20_q16_k20_fast*:*BF16_Dot_d100_n6001_q70_k10_fast*:GpuSearchGraph.FiltersChangeBetweenReplays:*F16_L2sq_d512_n1001_q1_k32*:*BF16_Dot_d1024_n40_q1_k40*:*F16_L2sq_d768_n2999_q1_k256*:*n6007_q257*:*n9001_q23*:*n30_q16_k30*:*n7_q16_k7*:*n5003_q113*:*n3001_q40*:*n9000_q250*:*d300_n7_q16_k7_exact*:*d136_n3001_q40_k10_exact*:*n50_q16_k50*:*n300_q1_k300*:GpuSearchTies.*:*F32_*_d100_n6001_q70_k10_fast:*F32_Cosine_d128_n12007_q150_k10_fast:*F32_Dot_d24_n30_q16_k30_fast:*F32_Dot_d768_n12345_q16_k16_fast:*F32_L2sq_d136_n3001_q40_k10_fast:*F16_Cosine_d200_n30011_q130_k16_fast:*BF16_Cosine_d384_n9000_q250_k5_fast"
+  # The short-row scans (4, 8, 16 and 32 lanes a row, one to five queries)
+  # and the sampled bound of single queries (its sampling and selection
+  # kernels, the bounded scans, the bulk-copy scan from a bound).
+  bg_step "memcheck + racecheck (short rows, sampled bound)" 400 bash -c 'f="*_d3_n60013_q2_*:*_d17_n60013_q5_k31_*:*_d64_n60013_q5_*:*_d33_n60013_q1_*:*_d1000_n17011_q5_*:*n40_q3_k100*"
+    compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+      "--gtest_filter=$f:*n700_q2_k2048*:*SampledBoundOnShortRows/F16_Cosine_plain:GpuSearchTies.RowsAtTheSampledBound*" &&
+    compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
   # The GPU merge of sharded results, called directly.
   bg_step "memcheck + racecheck (part merge)" 300 bash -c 'compute-sanitizer --tool memcheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1 && compute-sanitizer --tool racecheck --error-exitcode 3 \
@@ -290,6 +302,12 @@ run() {
   # suites above take the bulk-copy scan for them).
   step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*"
+  # The short-row and long-list single-query cases on the scans as they were
+  # before: a warp a row, and no sampled bound.
+  step "gpu tests (short rows off)" 200 bash -c "$shards" shards "$out" shortoff env MNEMO_SCAN_SHORT=0 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
+  step "gpu tests (sampled bound off)" 200 bash -c "$shards" shards "$out" sampleoff env MNEMO_SCAN_SAMPLE=0 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   [ -n "${MNEMO_SKIP_SANITIZERS:-}" ] || sanitizers
   if python3 -c "import numpy, pytest" 2>/dev/null; then
@@ -342,6 +360,17 @@ run() {
   # The inverted-file index against its exact scan and cuVS IVF-Flat (where
   # staged), 10M x 768 f16 clustered rows (bench/gpu/ivf_bench.py); not part
   # of "all" (one call of its own: data, build and sweeps take minutes).
+  # The shape grid (bench/gpu/shape_grid.py, beside torch and cuVS where it
+  # is staged): MNEMO_GRID_PART = widths, ks or more (one call each), all by
+  # default; MNEMO_GRID_ARGS adds options (e.g. --no-cuvs, --only 64,128).
+  if [ "$part" = grid ]; then
+    py_ext
+    # shellcheck disable=SC2086
+    step "shape grid (${MNEMO_GRID_PART:-all})" "${MNEMO_GRID_LIMIT:-570}" env "${pyenv[@]}" \
+      PYTHONPATH="$PWD/python:$PWD/bench/gpu:${PYTHONPATH:-}" PYTHONUNBUFFERED=1 python3 bench/gpu/shape_grid.py \
+      --part "${MNEMO_GRID_PART:-all}" --out "$out/shape-grid.jsonl" ${MNEMO_GRID_ARGS:-}
+    grep -E "^ *[0-9]+ (f32|f16|bf16) " "$log" | tail -n 300
+  fi
   if [ "$part" = ivf ]; then
     py_ext
     step "index benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/ivf_bench.py \

@@ -48,14 +48,17 @@ class BruteForce:
     """One brute_force index over `dataset` (a torch CUDA tensor [n, dim],
     float32 or float16, unit rows), searched with preallocated outputs."""
 
-    def __init__(self, dataset: Any, metric: str = "inner_product") -> None:
+    def __init__(self, dataset: Any, metric: str = "inner_product", stream: Optional[int] = None) -> None:
         brute_force, why = load()
         if brute_force is None:
             raise RuntimeError(why)
         from cuvs.common import Resources
         self.pool = use_rmm_pool()
         self._bf = brute_force
-        self.resources = Resources()
+        # stream: a cudaStream_t (e.g. torch's current stream) for its work,
+        # so that CUDA events on that stream time it.
+        self.resources = Resources(stream=stream) if stream else Resources()
+        self.on_torch_stream = bool(stream)
         self.dataset = dataset  # cuVS keeps a view: the tensor must outlive the index
         self.index = brute_force.build(dataset, metric=metric, resources=self.resources)
         self.resources.sync()

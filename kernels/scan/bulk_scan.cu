@@ -150,6 +150,8 @@ __global__ void __launch_bounds__(kScanThreads, 2)
     }
   }
   const float qn = qnorm[0];
+  // The starting bound (scan_sample.cu): rows below it are never offered.
+  const float lo = start_bound(tail.start, 0);
   List wl[1] = {make_list<List>(lists + warp * k, k)};
 
   uint32_t st = 0, phase = 0;
@@ -191,7 +193,7 @@ __global__ void __launch_bounds__(kScanThreads, 2)
     for (uint32_t r = 0; r < kUnitRows; ++r) {
       if (!m[r].live) continue;
       const float key = key_of<false>(s, acc[r], qn, m[r]);
-      if (wl[0].admits(key, first + r, s.ids)) wl[0].insert(key, first + r, s.ids, lane);
+      if (key >= lo && wl[0].admits(key, first + r, s.ids)) wl[0].insert(key, first + r, s.ids, lane);
     }
   }
   // The ring is free: every warp's copies have landed and been read.

@@ -12,9 +12,19 @@ namespace mnemo::cuda {
 
 // NVEC: 16-byte vectors per row when known at compile time (0 = runtime).
 // R rows are read together so a warp keeps R rows of loads in flight.
-template <class T, bool L2, int NVEC, int QB, int R = 1>
+// LPR: lanes reading one row (a power of two up to 32). Below 32 the warp
+// reads 32 / LPR rows at once, lanes g * LPR .. g * LPR + LPR - 1 reading
+// group g's rows: `lane` is then the lane's index in its group and the sums
+// are reduced within the group (short rows keep every lane busy). With
+// LPR at least the row's vectors, as the scans choose it, each lane holds
+// the same partial sum as with 32 lanes (vector `lane`, or +0), and the
+// 32-lane reduction's extra steps add +0 to it (a partial that starts at +0
+// is never -0): the sums have the same bits whatever LPR, so a row's key is
+// the same in every kernel.
+template <class T, bool L2, int NVEC, int QB, int R = 1, int LPR = 32>
 __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld, int lane,
                                          float (&acc)[R][QB]) {
+  static_assert(LPR >= 1 && LPR <= 32 && (LPR & (LPR - 1)) == 0, "lanes per row: a power of two");
   constexpr int V = Vec16<T>::kElems;
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -44,21 +54,21 @@ __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const 
     }
   };
   if (NVEC > 0) {
-    constexpr int NV = (NVEC + 31) / 32;
+    constexpr int NV = (NVEC + LPR - 1) / LPR;
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
-      const int idx = v * 32 + lane;
-      if (NVEC % 32 == 0 || idx < NVEC) body(idx);
+      const int idx = v * LPR + lane;
+      if (NVEC % LPR == 0 || idx < NVEC) body(idx);
     }
   } else {
-    for (uint32_t idx = lane; idx < nvec; idx += 32) body(idx);
+    for (uint32_t idx = lane; idx < nvec; idx += LPR) body(idx);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int q = 0; q < QB; ++q)
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) acc[r][q] += __shfl_xor_sync(kFullMask, acc[r][q], off);
+      for (int off = LPR / 2; off > 0; off >>= 1) acc[r][q] += __shfl_xor_sync(kFullMask, acc[r][q], off);
 }
 
 // What a scan needs to know of one slot, loaded before its row so the

@@ -30,6 +30,13 @@ __device__ __forceinline__ RegList make_list<RegList>(Cand*, uint32_t k) {
   return RegList::make(static_cast<int>(k));
 }
 
+// Query q's starting bound (ScanTail::start) as a key, -inf where none.
+// Compared as floats, a key equal to it (also -0 against +0) is offered.
+__device__ __forceinline__ float start_bound(const unsigned* bits, int q) {
+  const unsigned b = bits ? bits[q] : 0u;
+  return b == 0 ? -__int_as_float(0x7f800000) : from_ordered_bits(b);
+}
+
 // Folds the block's warp lists for one query into warp 0's `mine` in three
 // rounds of pairs (a tree, not seven folds one after another), where the
 // tail merges lists (see the top of the file): warp w's

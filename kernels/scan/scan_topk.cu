@@ -27,9 +27,49 @@ unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
   return std::max(1u, std::min(want, by_rows));
 }
 
+int scan_lanes(const StoreRef& s) {
+  static const bool off = [] {
+    const char* e = std::getenv("MNEMO_SCAN_SHORT");
+    return e && std::atoi(e) == 0;
+  }();
+  const uint64_t nvec = s.ld * dtype_size(s.dtype) / 16;
+  if (off || nvec > 32) return 0;
+  return nvec <= 4 ? 4 : nvec <= 8 ? 8 : nvec <= 16 ? 16 : 32;
+}
+
+namespace {
+
+// Short rows: the instances of scan_short_<dtype>_<metric>.cu.
+void launch_short(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k, Cand* cand,
+                  unsigned blocks, const ScanTail& tail, int lanes, cudaStream_t st) {
+  const bool l2 = s.metric == KeyMetric::l2;
+  switch (s.dtype) {
+    case DType::f16:
+      (l2 ? launch_scan_short_typed<__half, true> : launch_scan_short_typed<__half, false>)(
+          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      break;
+    case DType::bf16:
+      (l2 ? launch_scan_short_typed<__nv_bfloat16, true> : launch_scan_short_typed<__nv_bfloat16, false>)(
+          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      break;
+    default:
+      (l2 ? launch_scan_short_typed<float, true> : launch_scan_short_typed<float, false>)(
+          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      break;
+  }
+}
+
+}  // namespace
+
 unsigned launch_scan_topk(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
                           Cand* cand, unsigned blocks_wanted, const ScanTail& tail, cudaStream_t st) {
   const unsigned blocks = std::max(1u, blocks_wanted);
+  const int lanes = scan_lanes(s);
+  if (lanes > 0) {
+    launch_short(s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+    MNEMO_CUDA_LAUNCHED("scan_topk_kernel (short rows)");
+    return blocks;
+  }
   const bool l2 = s.metric == KeyMetric::l2;
   switch (s.dtype) {
     case DType::f16:

@@ -1,8 +1,12 @@
 // The fused scan's kernel and its dispatch over row widths, query blocks and
 // list kinds, for one storage dtype and metric: included only by the
-// generated translation units scan_topk_<dtype>_<metric>.cu (scan_topk_inst.cu.in),
-// so its instances compile in parallel. scan_topk.cu holds the entry point.
+// generated translation units scan_topk_<dtype>_<metric>.cu (scan_topk_inst.cu.in,
+// rows of a warp) and scan_short_<dtype>_<metric>.cu (scan_short_inst.cu.in,
+// short rows), so its instances compile in parallel. scan_topk.cu holds the
+// entry point.
 #pragma once
+
+#include <type_traits>
 
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
@@ -29,14 +33,16 @@ struct ScanSmem {
 };
 
 // Asks L2 for the rows of the warp's next step while this step's loads are
-// in flight: more bytes outstanding per SM without more registers.
+// in flight: more bytes outstanding per SM without more registers. The
+// warp reads `at_once` consecutive rows from each of `rows` starts.
 __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_t first, uint32_t stride, int rows,
-                                              uint32_t slots, size_t row_bytes, int lane) {
+                                              int at_once, uint32_t slots, size_t row_bytes, int lane) {
   for (int r = 0; r < rows; ++r) {
     const uint32_t x = first + r * stride;
     if (x >= slots) break;
     const unsigned char* p = base + x * row_bytes;
-    for (size_t off = static_cast<size_t>(lane) * 128; off < row_bytes; off += 32 * 128)
+    const size_t bytes = min(static_cast<uint32_t>(at_once), slots - x) * row_bytes;
+    for (size_t off = static_cast<size_t>(lane) * 128; off < bytes; off += 32 * 128)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
   }
 }
@@ -52,10 +58,19 @@ __device__ __forceinline__ void prefetch_rows(const unsigned char* base, uint32_
 // query's span table (sp); its queries, norms, block lists, tail words and
 // answer rows are offset by the query. Without spans the loop is the plain
 // slot loop (the span code is compiled out).
-template <class T, bool L2, int NVEC, int QB, class List, bool SPANS = false>
+//
+// LPR: lanes reading one row (row_sums). Rows of fewer than 32 16-byte
+// vectors take LPR < 32: the warp reads 32 / LPR consecutive rows at once
+// and each group offers its own candidate. R: rows a lane reads a step.
+//
+// tail.start: a starting bound per query (a sampled k-th key, scan_sample.cu):
+// rows whose keys fall below it are never offered.
+template <class T, bool L2, int NVEC, int QB, class List, bool SPANS = false, int LPR = 32, int R = 2>
 __global__ void __launch_bounds__(kThreads)
     scan_topk_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                      uint32_t k, Cand* __restrict__ cand, ScanTail tail, ScanSpans sp) {
+  static_assert(!SPANS || LPR == 32, "span scans read one row a warp");
+  constexpr int RPW = 32 / LPR;  // rows a warp reads at once
   extern __shared__ __align__(16) unsigned char smem[];
   // Rows to scan: the slots, or the query's candidate rows.
   uint32_t n_rows = s.slots;
@@ -90,30 +105,32 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   List wl[QB];
-  float qn[QB];
+  float qn[QB], lo[QB];
 #pragma unroll
   for (int q = 0; q < QB; ++q) {
     wl[q] = make_list<List>(lists + (warp * QB + q) * k, k);
     qn[q] = q < static_cast<int>(nq) ? qnorms[q] : 0.0f;
+    lo[q] = start_bound(tail.start, q);
   }
+  const int grp = lane / LPR, sub = lane % LPR;
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
-  const uint32_t stride = gridDim.x * kWarps;
-  // R rows per step (rows past the end re-read the first and are not
+  const uint32_t stride = gridDim.x * kWarps * RPW;
+  // R rows a lane per step (rows past the end re-read the first and are not
   // offered), slot metadata loaded ahead of the rows. Measured on the H200:
   // two rows beat one; four were slower for f16 at 768, with shared-memory
   // lists (0.69 vs 0.52 ms) and with register lists (0.68 vs 0.49 ms).
-  constexpr int R = 2;
+  // Rows of up to 512 bytes (one load a row per lane) take four.
   // Spans: the span of the warp's current row (rows only grow, so the
   // cursor only moves forward; every lane walks alike).
   uint32_t cur = 0;
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < n_rows; row += R * stride) {
+  for (uint32_t row = (blockIdx.x * kWarps + warp) * RPW; row < n_rows; row += R * stride) {
     uint32_t slot[R];
     SlotMeta m[R];
     const unsigned char* rows[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const uint32_t x = row + r * stride;
+      const uint32_t x = row + r * stride + grp;
       if constexpr (SPANS) {
         if (x < n_rows) {
           uint2 e = __ldg(&spans[cur]);
@@ -129,17 +146,24 @@ __global__ void __launch_bounds__(kThreads)
       m[r].live = m[r].live && x < n_rows;
       rows[r] = base + slot[r] * row_bytes;
     }
-    if (!SPANS && tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, s.slots, row_bytes, lane);
+    if (!SPANS && tail.prefetch) prefetch_rows(base, row + R * stride, stride, R, RPW, s.slots, row_bytes, lane);
     float acc[R][QB];
-    row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
+    row_sums<T, L2, NVEC, QB, R, LPR>(rows, qs, s.ld, sub, acc);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (!m[r].live) continue;
+      // A full-warp row's values are the same in every lane: the warp
+      // admits or skips it as one.
+      if (LPR == 32 && !m[r].live) continue;
 #pragma unroll
       for (int q = 0; q < QB; ++q) {
         if (q >= static_cast<int>(nq)) break;
         const float key = key_of<true>(s, acc[r][q], qn[q], m[r]);
-        if (wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
+        if constexpr (LPR == 32) {
+          if (key >= lo[q] && wl[q].admits(key, slot[r], s.ids)) wl[q].insert(key, slot[r], s.ids, lane);
+        } else {
+          // One candidate a group, offered by its first lane.
+          wl[q].offer(sub == 0 && m[r].live && key >= lo[q], key, slot[r], s.ids, lane);
+        }
       }
     }
   }
@@ -147,17 +171,23 @@ __global__ void __launch_bounds__(kThreads)
                         static_cast<uint32_t>(q_bytes / sizeof(Cand)));
 }
 
+// One instance's launch with its shared memory.
+template <class Kernel>
+void launch_instance(Kernel kernel, dim3 grid, size_t smem, cudaStream_t st, const StoreRef& s, const float* q,
+                     const float* qn, uint32_t nq, uint32_t k, Cand* cand, const ScanTail& tail,
+                     const ScanSpans& sp) {
+  if (smem > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "scan smem");
+  kernel<<<grid, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail, sp);
+}
+
 // Dimension-specialised trip counts: NVEC = 16-byte vectors per row.
 template <class T, bool L2, int QB>
 void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                    unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
-  auto go = [&](auto kernel) {
-    if (smem > 48 * 1024)
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "scan smem");
-    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, nq, k, cand, tail, ScanSpans{});
-  };
+  auto go = [&](auto kernel) { launch_instance(kernel, blocks, smem, st, s, q, qn, nq, k, cand, tail, ScanSpans{}); };
   // Register lists up to 32 entries, one instance per common row width;
   // shared-memory lists beyond, at the run-time width for every row: on the
   // H200 that cost 1q x 1M f32 k=100 4.5% at 768 (0.989 ms for 776 rows
@@ -177,12 +207,30 @@ void dispatch_scan(const StoreRef& s, const float* q, const float* qn, uint32_t 
   }
 }
 
+// Short rows (up to 512 bytes): LPR lanes a row at the run-time width (one
+// load a lane per row, so a compile-time trip count buys nothing), four
+// rows a lane a step.
+template <class T, bool L2, int QB, int LPR>
+void dispatch_short(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                    unsigned blocks, size_t smem, const ScanTail& tail, cudaStream_t st) {
+  if (k > 32)
+    launch_instance(scan_topk_kernel<T, L2, 0, QB, WarpList, false, LPR, 4>, blocks, smem, st, s, q, qn, nq, k, cand,
+                    tail, ScanSpans{});
+  else
+    launch_instance(scan_topk_kernel<T, L2, 0, QB, RegList, false, LPR, 4>, blocks, smem, st, s, q, qn, nq, k, cand,
+                    tail, ScanSpans{});
+}
+
+// Queries a pass: two queries keep instances of their own: on the
+// four-query ones they took 1.32 instead of 0.74 ms (H200, 2q x 1M x 768 f32).
+inline int query_block(uint32_t nq) { return nq <= 1 ? 1 : nq <= 2 ? 2 : 4; }
+
+}  // namespace
+
 template <class T, bool L2>
-void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
-                 unsigned blocks, const ScanTail& tail, cudaStream_t st) {
-  // Two queries keep instances of their own: on the four-query ones they
-  // took 1.32 instead of 0.74 ms (H200, 2q x 1M x 768 f32).
-  const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
+void launch_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                       unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  const int qb = query_block(nq);
   const size_t smem = ScanSmem::bytes(qb, s.ld, k);
   if (qb == 1)
     dispatch_scan<T, L2, 1>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
@@ -192,12 +240,28 @@ void dispatch_qb(const StoreRef& s, const float* q, const float* qn, uint32_t nq
     dispatch_scan<T, L2, 4>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
 }
 
-}  // namespace
-
 template <class T, bool L2>
-void launch_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
-                       unsigned blocks, const ScanTail& tail, cudaStream_t st) {
-  dispatch_qb<T, L2>(s, q, qn, nq, k, cand, blocks, tail, st);
+void launch_scan_short_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
+                             unsigned blocks, const ScanTail& tail, int lanes, cudaStream_t st) {
+  const int qb = query_block(nq);
+  const size_t smem = ScanSmem::bytes(qb, s.ld, k);
+  auto by_lanes = [&](auto qb_tag) {
+    constexpr int QB = decltype(qb_tag)::value;
+    if (lanes <= 4)
+      dispatch_short<T, L2, QB, 4>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    else if (lanes <= 8)
+      dispatch_short<T, L2, QB, 8>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    else if (lanes <= 16)
+      dispatch_short<T, L2, QB, 16>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+    else
+      dispatch_short<T, L2, QB, 32>(s, q, qn, nq, k, cand, blocks, smem, tail, st);
+  };
+  if (qb == 1)
+    by_lanes(std::integral_constant<int, 1>{});
+  else if (qb == 2)
+    by_lanes(std::integral_constant<int, 2>{});
+  else
+    by_lanes(std::integral_constant<int, 4>{});
 }
 
 // The span scan's instances: one query per CTA row (QB = 1), register lists
@@ -207,12 +271,8 @@ void launch_scan_spans_typed(const StoreRef& s, const float* q, const float* qn,
                              unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st) {
   constexpr int V = Vec16<T>::kElems;
   const size_t smem = ScanSmem::bytes(1, s.ld, k);
-  auto go = [&](auto kernel) {
-    if (smem > 48 * 1024)
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "span scan smem");
-    kernel<<<dim3(blocks, nq), kThreads, smem, st>>>(s, q, qn, 1, k, cand, tail, sp);
-  };
+  const dim3 grid(blocks, nq);
+  auto go = [&](auto kernel) { launch_instance(kernel, grid, smem, st, s, q, qn, 1, k, cand, tail, sp); };
   if (k > 32)
     go(scan_topk_kernel<T, L2, 0, 1, WarpList, true>);
   else if (s.ld == 768)

@@ -96,15 +96,18 @@ uint64_t l2_tile_bytes() {
   return bytes;
 }
 
-// Whether the fused scan prefetches each warp's next rows into L2, by
-// storage dtype. MNEMO_SCAN_PREFETCH = 0 / 1 overrides it (for measuring).
-bool scan_prefetch(DType t) {
+// Whether the fused scan prefetches each warp's next rows into L2: 16-bit
+// rows of more than 512 bytes. On short rows (the short-row instances) it
+// cost time on the H200, 1q x 1 GB, k = 10: 64 x f16 0.558 ms with it
+// against 0.487 without, 128 x f16 0.559 against 0.484, 256 x f16 0.538
+// against 0.467. MNEMO_SCAN_PREFETCH = 0 / 1 overrides it (for measuring).
+bool scan_prefetch(const StoreRef& s) {
   static const int forced = [] {
     const char* e = std::getenv("MNEMO_SCAN_PREFETCH");
     return e ? std::atoi(e) : -1;
   }();
   if (forced >= 0) return forced != 0;
-  return t != DType::f32;
+  return s.dtype != DType::f32 && scan_lanes(s) == 0;
 }
 
 // Whether the fused scan's last block merges the block lists (else a
@@ -199,19 +202,33 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     const bool bulk = bulk_scan_usable(s, static_cast<uint32_t>(nq), kc);
     const unsigned blocks =
         bulk ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count)) : scan_blocks(s, static_cast<unsigned>(sm_count));
-    Cand* cand = static_cast<Cand*>(ctx.scratch(4ull * blocks * kc * sizeof(Cand)));
+    // Long lists start from a sampled bound (scan_sample.cu): its keys
+    // after the block lists in the scratch, the bounds in counter words
+    // 12-15 (the sampling pass sets them; nothing else uses them).
+    const uint32_t n_sample = scan_sample_count(s, kc);
+    const int lanes = bulk || scan_lanes(s) == 0 ? 32 : scan_lanes(s);
+    const uint64_t cand_n = 4ull * blocks * kc;
+    Cand* cand = static_cast<Cand*>(ctx.scratch(cand_n * sizeof(Cand) + 4ull * n_sample * sizeof(float)));
+    float* const sample_keys = reinterpret_cast<float*>(cand + cand_n);
     // Words of the zeroed counters: the ticket, the bulk scan's work
     // counter, the bound's groups.
     unsigned* const counters = ctx.counters.get<unsigned>();
+    unsigned* const start = n_sample ? counters + 12 : nullptr;
     static_assert(ExecContext::kCounterWords >= ExecContext::kCounterGroups + 4 * kSmallKMax, "bound groups");
+    static_assert(ExecContext::kCounterGroups >= 16, "start bounds in words 12-15");
+    auto sample = [&](uint64_t q0, uint32_t g) {
+      if (n_sample) launch_scan_sample(s, q + q0 * ld, qn + q0, g, kc, n_sample, lanes, sample_keys, start, st);
+    };
     if (!scan_tail_merge()) {  // the separate merge and emit kernels, for measuring
       for (uint64_t q0 = 0; q0 < nq; q0 += 4) {
         const uint32_t g = static_cast<uint32_t>(std::min<uint64_t>(4, nq - q0));
         ScanTail bulk_tail;  // no ticket: the work counter is zeroed here
         bulk_tail.next_unit = counters + 8;
+        bulk_tail.start = start;
+        sample(q0, g);
         if (bulk) MNEMO_CUDA_CHECK(cudaMemsetAsync(bulk_tail.next_unit, 0, sizeof(unsigned), st));
         const unsigned used = bulk ? launch_bulk_scan(s, q, qn, kc, cand, blocks, bulk_tail, st)
-                                   : launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, ScanTail{}, st);
+                                   : launch_scan_topk(s, q + q0 * ld, qn + q0, g, kc, cand, blocks, bulk_tail, st);
         launch_merge(cand, g, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
       }
       launch_emit(lists, static_cast<uint32_t>(nq), kc, kc, k_out, s.ids, s.metric, d_ids, d_scores, st);
@@ -227,7 +244,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       tail.out_scores = d_scores + q0 * k_out;
       tail.k_out = k_out;
       tail.negate = s.metric == KeyMetric::l2;
-      tail.prefetch = scan_prefetch(s.dtype);
+      tail.prefetch = scan_prefetch(s);
+      tail.start = start;
+      sample(q0, g);
       if (bulk)
         launch_bulk_scan(s, q, qn, kc, cand, blocks, tail, st);
       else

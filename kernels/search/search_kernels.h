@@ -68,6 +68,9 @@ struct ScanTail {
   // The bulk-copy scan's work counter: a zeroed device word, which the
   // last block (with a ticket) leaves zero again.
   unsigned* next_unit = nullptr;
+  // Each query's starting bound (ordered bits of a key at or below its k-th
+  // best, 0 = none; launch_scan_sample): rows below it are never offered.
+  const unsigned* start = nullptr;
 };
 
 // A span table of an inverted-file search (ivf_search.cu): per query,
@@ -96,6 +99,23 @@ unsigned launch_scan_spans(const StoreRef& s, const float* queries, const float*
                            Cand* cand, unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st);
 // Blocks the scan would use for this store (to size cand buffers).
 unsigned scan_blocks(const StoreRef& s, unsigned sm_count);
+// Lanes the scan gives one row of up to 32 16-byte vectors (the short-row
+// instances: 4, 8, 16 or 32; several rows a warp below 32), 0 for longer
+// rows (a warp a row, scan_topk_kernel's default instances).
+// MNEMO_SCAN_SHORT = 0 sends every row to those (for measuring).
+int scan_lanes(const StoreRef& s);
+
+// A starting bound for the single-pass scans from a sample: the keys of
+// `count` rows spread over the store (keys [nq][count] of scratch), then each
+// query's kc-th largest of them into bound[q] (ordered bits; 0 where fewer
+// than kc sampled rows are live). The keys are computed as the scan given
+// `lanes` computes them (same bits), so no row the scan would rank in the
+// top kc falls below the bound. bound needs no zeroing.
+void launch_scan_sample(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t kc,
+                        uint32_t count, int lanes, float* keys, unsigned* bound, cudaStream_t st);
+// Rows to sample for a single-pass scan of kc-entry lists (0: none; the
+// scan then starts without a bound). MNEMO_SCAN_SAMPLE = 0 turns it off.
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc);
 
 // The single-query scan fed by bulk copies (bulk_scan.cu): whether it
 // serves this search on the current device (sm_90 and later, one query, no

@@ -341,6 +341,25 @@ TEST_P(GpuActivation, LargerStoresAndBatches) {
   }
 }
 
+// Single queries and a pass of three over a store the scan samples for its
+// starting bound (k = 100 over 60013 rows of 24: short rows, several a
+// warp): activation keys in the sample and the scan alike.
+TEST_P(GpuActivation, SampledBoundOnShortRows) {
+  const auto [dtype, metric, normalize] = GetParam();
+  REQUIRE_CUDA(gpu, MNEMO_PRECISION_EXACT, 0);
+  auto cpu = runtime_on(MNEMO_BACKEND_CPU);
+  ASSERT_TRUE(cpu);
+  auto rng = mt::rng_for_test();
+  const size_t n = 60013, dim = 24;
+  Stores st(rng, dim, dtype, metric, n, {gpu.get(), cpu.get()});
+  ASSERT_TRUE(st.ok());
+  for (const size_t nq : {size_t{1}, size_t{3}}) {
+    const Matrix q = mt::random_matrix(rng, MNEMO_DTYPE_F32, nq, dim, metric == MNEMO_METRIC_DOT);
+    const Act a = random_act(rng, metric, normalize);
+    check_search(st, q, 100, a, describe(dtype, metric, n, dim, nq, 100, normalize) + " sampled");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllShapes, GpuActivation,
                          ::testing::Combine(::testing::ValuesIn(mt::storage_dtypes()),
                                             ::testing::ValuesIn(mt::metrics()), ::testing::Bool()),

@@ -250,6 +250,28 @@ std::vector<Case> cases() {
   v.push_back({5003, 768, 1, 300, kF16, kCos, kExact, 0});
   v.push_back({4099, 1536, 3, 400, kF32, kL2, kExact, 0});
   v.push_back({300, 512, 1, 300, kBF16, kDot, kExact, 0});
+  // Every row width from one element to 4096 on the single-query scans:
+  // below 32 16-byte vectors several rows a warp (4, 8 or 16 lanes a row,
+  // one to four queries a pass), k across the register lists (1, 31, 32),
+  // the shared-memory lists from a sampled bound (33, 100; stores of 512
+  // rows a list entry and more are sampled), the radix selection (1000,
+  // 1024, 2048), in every dtype and metric.
+  const size_t widths[] = {1, 3, 17, 33, 64, 100, 1000, 4096};
+  const size_t ks[] = {1, 31, 32, 33, 100, 1000, 1024, 2048};
+  const int32_t dts[] = {kF32, kF16, kBF16}, mes[] = {kCos, kDot, kL2};
+  const size_t nqs[] = {1, 2, 5};
+  size_t turn = 0;
+  for (size_t w = 0; w < 8; ++w)
+    for (size_t j = 0; j < 9; ++j, ++turn) {
+      const size_t dim = widths[w], k = ks[(w + j) % 8];
+      // Long lists need 512 * k rows to be sampled: short rows get them.
+      const size_t n = dim <= 100 ? (k <= 100 ? 60013 : 9001) : dim == 1000 ? (k <= 33 ? 17011 : 3001) : 1501;
+      v.push_back({n, dim, nqs[turn % 3], k, dts[j / 3], mes[j % 3], kExact, 0});
+    }
+  // k past the store on the short-row scan and the radix selection.
+  v.push_back({500, 64, 1, 1024, kF16, kCos, kExact, 0});
+  v.push_back({700, 17, 2, 2048, kF32, kL2, kExact, 0});
+  v.push_back({40, 3, 3, 100, kBF16, kDot, kExact, 0});
   return v;
 }
 
@@ -297,6 +319,35 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
         }
       }
   }
+}
+
+// Single queries from a sampled bound (k = 100 over 60000 rows): with
+// 3000 copies of the query's own row the bound is the copies' key, every
+// sampled key at the top ties with it, and the rows at the bound are still
+// offered: the answer is the 100 smallest ids of the copies, on short rows
+// (several a warp) and on rows of a warp, 16-bit rows on the bulk-copy scan.
+TEST(GpuSearchTies, RowsAtTheSampledBoundRankBySmallerId) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t n = 60013, dups = 3000, k = 100;
+  for (const size_t dim : {size_t{24}, size_t{64}, size_t{384}})
+    for (const int32_t dt : {kF32, kF16}) {
+      const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+      Matrix all = mt::random_matrix(rng, kF32, n, dim, true);
+      // The copies spread over the store, so the sample meets them.
+      std::vector<size_t> at;
+      for (size_t i = 0; i < dups; ++i) at.push_back(i * (n / dups)), all.copy_row(at.back(), base, 0);
+      const auto ids = spread_ids(rng, n);
+      std::vector<uint64_t> sorted;
+      for (const size_t i : at) sorted.push_back(ids[i]);
+      std::sort(sorted.begin(), sorted.end());
+      auto s = mt::make_store(dim, dt, kCos, gpu.get());
+      ASSERT_TRUE(s);
+      ASSERT_OK(mt::store_add(s.get(), ids, all));
+      Results r;
+      ASSERT_OK(mt::store_search(s.get(), base, k, nullptr, &r));
+      for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(0)[j], sorted[j]) << "dim " << dim << " rank " << j;
+    }
 }
 
 // A batch where ties let every row reach the sampled bound: more candidates

@@ -1,0 +1,115 @@
+// A starting bound for the single-pass scans (scan_topk.cu, bulk_scan.cu)
+// over long lists: the keys of rows spread evenly over the store, then each
+// query's kc-th largest of them (sample_bound.cu's selection). Sampled rows
+// are distinct live rows, so at least kc rows of the store rank at or above
+// the bound, and a row below it cannot reach the top kc: the scan never
+// offers it. Without a bound a warp's shared-memory list of 100 takes most
+// of the rows it reads as inserts (a warp reads a few hundred rows of a
+// 1 GB store); with one, about kc * slots / count rows are offered in all.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "batch/sample_bound.h"
+#include "scan/row_dot.cuh"
+#include "scan/scan_tail.cuh"
+
+namespace mnemo::cuda {
+
+namespace {
+
+// Keys of sampled row j = floor(j * slots / count), for up to 4 queries,
+// summed exactly as the scan with LPR lanes a row sums them (row_sums, same
+// order of operations: the same bits), NaN for rows that are not live.
+// Block 0 zeroes the bounds, which the selection after it raises.
+template <class T, bool L2, int LPR>
+__global__ void __launch_bounds__(kScanThreads)
+    sample_keys_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                       uint32_t count, float* __restrict__ keys, unsigned* __restrict__ bound) {
+  constexpr int QB = 4, RPW = 32 / LPR;
+  extern __shared__ __align__(16) float qs[];
+  if (blockIdx.x == 0 && threadIdx.x < nq) bound[threadIdx.x] = 0;
+  for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kScanThreads) qs[i] = i / s.ld < nq ? queries[i] : 0.0f;
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = lane / LPR, sub = lane % LPR;
+  const auto* base = static_cast<const unsigned char*>(s.vectors);
+  const size_t row_bytes = s.ld * sizeof(T);
+  const uint32_t stride = gridDim.x * kScanWarps * RPW;
+  for (uint32_t j0 = (blockIdx.x * kScanWarps + warp) * RPW; j0 < count; j0 += stride) {
+    const uint32_t j = j0 + grp;
+    const bool have = j < count;
+    const uint32_t slot = have ? static_cast<uint32_t>(static_cast<uint64_t>(j) * s.slots / count) : 0u;
+    const SlotMeta m = slot_meta<true>(s, slot);
+    const unsigned char* rows[1] = {base + slot * row_bytes};
+    float acc[1][QB];
+    row_sums<T, L2, 0, QB, 1, LPR>(rows, qs, s.ld, sub, acc);
+    if (!have || sub != 0) continue;
+#pragma unroll
+    for (int q = 0; q < QB; ++q)
+      if (q < static_cast<int>(nq))
+        keys[static_cast<uint64_t>(q) * count + j] =
+            m.live ? key_of<true>(s, acc[0][q], qnorms[q], m) : __int_as_float(0x7fc00000);
+  }
+}
+
+template <class T, bool L2>
+void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t count, int lanes,
+                  float* keys, unsigned* bound, unsigned blocks, cudaStream_t st) {
+  const size_t smem = 4 * s.ld * sizeof(float);
+  auto go = [&](auto kernel) {
+    if (smem > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "sample smem");
+    kernel<<<blocks, kScanThreads, smem, st>>>(s, q, qn, nq, count, keys, bound);
+  };
+  switch (lanes) {
+    case 4: go(sample_keys_kernel<T, L2, 4>); break;
+    case 8: go(sample_keys_kernel<T, L2, 8>); break;
+    case 16: go(sample_keys_kernel<T, L2, 16>); break;
+    default: go(sample_keys_kernel<T, L2, 32>); break;
+  }
+}
+
+}  // namespace
+
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc) {
+  static const bool off = [] {
+    const char* e = std::getenv("MNEMO_SCAN_SAMPLE");
+    return e && std::atoi(e) == 0;
+  }();
+  // Register lists (k <= 32) admit cheaply and their tail bounds itself.
+  if (off || kc <= 32) return 0;
+  // One row in 128: the sample reads under 1% of the store, and about
+  // 128 * kc rows are offered to the lists. Stores under 512 * kc rows
+  // are not sampled (their lists see few rows each).
+  const uint32_t count = std::min<uint32_t>(s.slots / 128, 16384);
+  if (count < 4 * kc || !sample_bound_fits(count)) return 0;
+  return count;
+}
+
+void launch_scan_sample(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t kc,
+                        uint32_t count, int lanes, float* keys, unsigned* bound, cudaStream_t st) {
+  const unsigned rows_a_block = kScanWarps * (32 / lanes);
+  const unsigned blocks = std::max(1u, (count + rows_a_block - 1) / rows_a_block);
+  const bool l2 = s.metric == KeyMetric::l2;
+  switch (s.dtype) {
+    case DType::f16:
+      (l2 ? launch_typed<__half, true> : launch_typed<__half, false>)(s, queries, qnorms, nq, count, lanes, keys,
+                                                                      bound, blocks, st);
+      break;
+    case DType::bf16:
+      (l2 ? launch_typed<__nv_bfloat16, true> : launch_typed<__nv_bfloat16, false>)(s, queries, qnorms, nq, count,
+                                                                                    lanes, keys, bound, blocks, st);
+      break;
+    default:
+      (l2 ? launch_typed<float, true> : launch_typed<float, false>)(s, queries, qnorms, nq, count, lanes, keys, bound,
+                                                                    blocks, st);
+      break;
+  }
+  MNEMO_CUDA_LAUNCHED("sample_keys_kernel");
+  launch_sample_bound(keys, count, nq, kc, bound, st);
+}
+
+}  // namespace mnemo::cuda
