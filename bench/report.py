@@ -631,6 +631,47 @@ def shape_time(row, impl, kind="wall"):
     return v if v is not None else row.get(f"{impl}_wall_ms")
 
 
+def shape_targets(rows):
+    """The GPU grid against the shape targets (kernel time from CUDA events,
+    the wall clock from Python); empty for a grid without GPU times."""
+    if not any(r.get("mnemo_kernel_ms") for r in rows):
+        return []
+
+    def best(r, kind):
+        v = [shape_time(r, i, kind) for i in ("torch", "cuvs")]
+        v = [x for x in v if x]
+        return min(v) if v else None
+
+    def lead(r, kind):
+        b, m = best(r, kind), shape_time(r, "mnemo", kind)
+        return b / m if b and m else None
+
+    def pct(r):
+        return 100 * r["floor_ms"] / r["mnemo_kernel_ms"]
+
+    out = ["Against the targets (a cell counts as met at or above the target):", ""]
+    for kind, what in (("wall", "from Python"), ("kernel", "in GPU time")):
+        v = [lead(r, kind) for r in rows]
+        v = [x for x in v if x]
+        out.append(f"- every cell at least 1.1x the faster of torch and cuVS, {what}: {sum(x >= 1.1 for x in v)} of "
+                   f"{len(v)} cells (lowest {min(v):.2f}x, median {sorted(v)[len(v) // 2]:.2f}x)")
+    for label, cond, goal in (
+            ("one query, stores of 1 GB and more, k up to 100", lambda r: r["store_bytes"] >= 1 << 30 and r["k"] <= 100, 85),
+            ("one query, stores of 1 GB and more, k = 1000", lambda r: r["store_bytes"] >= 1 << 30 and r["k"] == 1000, 75),
+            ("one query, stores of 64 MB", lambda r: r["store_bytes"] < 1 << 30, 50)):
+        v = [pct(r) for r in rows if r["nq"] == 1 and cond(r)]
+        if v:
+            out.append(f"- {label}, kernel time at least {goal}% of the read floor: {sum(x >= goal for x in v)} of "
+                       f"{len(v)} cells (lowest {min(v):.0f}%, median {sorted(v)[len(v) // 2]:.0f}%)")
+    for nq, goal in ((100, 1.5), (1000, 1.1)):
+        v = [lead(r, "wall") for r in rows if r["nq"] == nq]
+        v = [x for x in v if x]
+        if v:
+            out.append(f"- {nq} queries at least {goal}x the faster peer (from Python): {sum(x >= goal for x in v)} of "
+                       f"{len(v)} cells (lowest {min(v):.2f}x, median {sorted(v)[len(v) // 2]:.2f}x)")
+    return out + [""]
+
+
 def shape_grid():
     """The shape grid: one row a shape (dim, dtype, k, nq, store size,
     metric), mnemo's time and each peer's where measured
@@ -640,7 +681,8 @@ def shape_grid():
             "Recall over a grid of shapes (dimension, dtype, k, queries, store size, metric), mnemo beside each",
             "peer measured on the same machine in the same run: the wall clock of a call, and where measured",
             "the GPU time of the same call (\"GPU\"). The floor is the store's bytes at the read bandwidth",
-            "measured in the same run.", ""]
+            "measured in the same run. How the GPU scans adapt to the row width and k, and what the profiles",
+            "of the misses say: [shapes.md](shapes.md).", ""]
     found = False
     for name, where in (("shape-grid-h200.jsonl", "GPU (H200)"), ("shape-grid-cpu.jsonl", "CPU")):
         rows = load(name)
@@ -666,7 +708,7 @@ def shape_grid():
             best = min(peers) if peers else None
             cells.append(f"{times(best[0] / mine)} ({best[1]})" if best and mine else "-")
             body.append(cells)
-        text += [f"### {where}", "", source(name), "",
+        text += [f"### {where}", "", source(name), ""] + shape_targets(rows) + [
                  table(["dim", "dtype", "metric", "k", "queries", "store MiB"] + [c for c, _ in cols]
                        + ["mnemo vs the fastest peer"], body), ""]
     pic = picture("shape-grid.png", "mnemo against its peers over the shape grid")
@@ -680,7 +722,16 @@ def shape_grid():
 # --------------------------------------------------------- page and main
 
 SECTIONS = [gpu_user, gpu_kernels, gpu_ops, activation, cpu, index, multi_gpu, build_times, shape_grid]
-PICTURES = [("gpu-user.png", draw_gpu_user), ("gpu-speedup.png", draw_gpu_speedup),
+def draw_shape_grid(plt, png):
+    rows_path = os.path.join(RESULTS, "shape-grid-h200.jsonl")
+    if not os.path.exists(rows_path):
+        return False
+    mod = _module("shape_grid_plot", "bench/gpu/shape_grid_plot.py")
+    mod.picture(mod.load(rows_path), png)
+    return True
+
+
+PICTURES = [("gpu-user.png", draw_gpu_user), ("gpu-speedup.png", draw_gpu_speedup), ("shape-grid.png", draw_shape_grid),
             ("cpu-speedup.png", draw_cpu_speedup), ("ivf-recall.png", draw_ivf),
             ("multi-gpu-scaling.png", draw_multi)]
 

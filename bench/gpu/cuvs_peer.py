@@ -57,8 +57,9 @@ class BruteForce:
         self._bf = brute_force
         # stream: a cudaStream_t (e.g. torch's current stream) for its work,
         # so that CUDA events on that stream time it.
-        self.resources = Resources(stream=stream) if stream else Resources()
-        self.on_torch_stream = bool(stream)
+        # (torch's default stream is handle 0: tested against None, not 0.)
+        self.resources = Resources(stream=stream) if stream is not None else Resources()
+        self.on_torch_stream = stream is not None
         self.dataset = dataset  # cuVS keeps a view: the tensor must outlive the index
         self.index = brute_force.build(dataset, metric=metric, resources=self.resources)
         self.resources.sync()

@@ -82,26 +82,27 @@ def picture(rows: List[Dict[str, Any]], png: str) -> None:
     import numpy as np
 
     dims = sorted({r["dim"] for r in rows})
-    labels = sorted({row_label(r) for r in rows})
-    idx = {l: i for i, l in enumerate(labels)}
     col = {d: j for j, d in enumerate(dims)}
+    labels = sorted({row_label(r) for r in rows})
+    single = sorted({row_label(r) for r in rows if r["nq"] == 1})
     sp = np.full((len(labels), len(dims)), np.nan)
-    fl = np.full((len(labels), len(dims)), np.nan)
+    fl = np.full((len(single), len(dims)), np.nan)
     for r in rows:
-        i, j = idx[row_label(r)], col[r["dim"]]
+        j = col[r["dim"]]
         v = ratio(r, "wall")
         if v:
-            sp[i, j] = v
+            sp[labels.index(row_label(r)), j] = v
         if r["nq"] == 1 and r.get("mnemo_kernel_ms"):
-            fl[i, j] = 100 * r["floor_ms"] / r["mnemo_kernel_ms"]
-    fig, axes = plt.subplots(1, 2, figsize=(22, 0.32 * len(labels) + 2.5))
-    for ax, data, title, cmap, lo, hi in (
-            (axes[0], sp, "best peer (torch, cuVS) time / mnemo time, from Python (>1: mnemo ahead)", "RdYlGn", 0.3,
-             3.0),
-            (axes[1], fl, "single queries: read floor / mnemo kernel time (%)", "viridis", 0, 100)):
+            fl[single.index(row_label(r)), j] = 100 * r["floor_ms"] / r["mnemo_kernel_ms"]
+    fig, axes = plt.subplots(1, 2, figsize=(22, 0.32 * len(labels) + 2.5),
+                             gridspec_kw={"height_ratios": [1]}, squeeze=True)
+    for ax, data, names, title, cmap, lo, hi in (
+            (axes[0], sp, labels, "best peer (torch, cuVS) time / mnemo time, from Python (>1: mnemo ahead)",
+             "RdYlGn", 0.3, 3.0),
+            (axes[1], fl, single, "single queries: read floor / mnemo kernel time (%)", "viridis", 0, 100)):
         im = ax.imshow(data, aspect="auto", cmap=cmap, vmin=lo, vmax=hi)
         ax.set_xticks(range(len(dims)), [str(d) for d in dims], rotation=90)
-        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
         ax.set_xlabel("row width")
         ax.set_title(title, fontsize=9)
         for i in range(data.shape[0]):
