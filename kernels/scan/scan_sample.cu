@@ -96,8 +96,8 @@ void launch_scan_sample(const StoreRef& s, const float* queries, const float* qn
   const bool l2 = s.metric == KeyMetric::l2;
   switch (s.dtype) {
     case DType::f16:
-      (l2 ? launch_typed<__half, true> : launch_typed<__half, false>)(s, queries, qnorms, nq, count, lanes, keys,
-                                                                      bound, blocks, st);
+      (l2 ? launch_typed<__half, true> : launch_typed<__half, false>)(s, queries, qnorms, nq, count, lanes, keys, bound,
+                                                                      blocks, st);
       break;
     case DType::bf16:
       (l2 ? launch_typed<__nv_bfloat16, true> : launch_typed<__nv_bfloat16, false>)(s, queries, qnorms, nq, count,

@@ -45,16 +45,16 @@ void launch_short(const StoreRef& s, const float* queries, const float* qnorms, 
   const bool l2 = s.metric == KeyMetric::l2;
   switch (s.dtype) {
     case DType::f16:
-      (l2 ? launch_scan_short_typed<__half, true> : launch_scan_short_typed<__half, false>)(
-          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      (l2 ? launch_scan_short_typed<__half, true>
+          : launch_scan_short_typed<__half, false>)(s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
       break;
     case DType::bf16:
-      (l2 ? launch_scan_short_typed<__nv_bfloat16, true> : launch_scan_short_typed<__nv_bfloat16, false>)(
-          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      (l2 ? launch_scan_short_typed<__nv_bfloat16, true>
+          : launch_scan_short_typed<__nv_bfloat16, false>)(s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
       break;
     default:
-      (l2 ? launch_scan_short_typed<float, true> : launch_scan_short_typed<float, false>)(
-          s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
+      (l2 ? launch_scan_short_typed<float, true>
+          : launch_scan_short_typed<float, false>)(s, queries, qnorms, nq, k, cand, blocks, tail, lanes, st);
       break;
   }
 }

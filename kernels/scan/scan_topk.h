@@ -29,7 +29,7 @@ void launch_scan_short_typed(const StoreRef& s, const float* queries, const floa
 #define MNEMO_SCAN_TYPED(T, L2)                                                                                  \
   template void launch_scan_typed<T, L2>(const StoreRef&, const float*, const float*, uint32_t, uint32_t, Cand*, \
                                          unsigned, const ScanTail&, cudaStream_t)
-#define MNEMO_SCAN_SHORT_TYPED(T, L2)                                                                             \
+#define MNEMO_SCAN_SHORT_TYPED(T, L2)                                                                                  \
   template void launch_scan_short_typed<T, L2>(const StoreRef&, const float*, const float*, uint32_t, uint32_t, Cand*, \
                                                unsigned, const ScanTail&, int, cudaStream_t)
 #define MNEMO_SCAN_SPANS_TYPED(T, L2)                                                                                  \

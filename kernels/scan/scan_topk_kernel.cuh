@@ -174,8 +174,7 @@ __global__ void __launch_bounds__(kThreads)
 // One instance's launch with its shared memory.
 template <class Kernel>
 void launch_instance(Kernel kernel, dim3 grid, size_t smem, cudaStream_t st, const StoreRef& s, const float* q,
-                     const float* qn, uint32_t nq, uint32_t k, Cand* cand, const ScanTail& tail,
-                     const ScanSpans& sp) {
+                     const float* qn, uint32_t nq, uint32_t k, Cand* cand, const ScanTail& tail, const ScanSpans& sp) {
   if (smem > 48 * 1024)
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "scan smem");
