@@ -355,7 +355,7 @@ bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
   // MNEMO_FUSED_GEMM = 1 / 0 forces it on / off (for measuring). By
   // default only where it measured faster than cuBLAS + selection on the
   // H200: 16-bit storage with short rows (few K steps per tile). Long rows
-  // and f32 stay on cuBLAS (see docs/benchmarks.md).
+  // and f32 stay on cuBLAS (docs/lab/2026-11-25-h200-before-scan-tail.md).
   static const int forced = [] {
     const char* e = std::getenv("MNEMO_FUSED_GEMM");
     return e ? std::atoi(e) : -1;
