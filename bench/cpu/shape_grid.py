@@ -159,7 +159,8 @@ def topk_rows(scores, k):
 
 def timed(fns, min_s, quick):
     """Median ms of each function: a block of repetitions per function after
-    a warm-up call (timed, to size the block: 3 to 15 calls, about min_s).
+    a warm-up call (timed, to size the block: 3 to 15 calls, about min_s;
+    2 for a call over a second).
     Blocks, not interleaved calls, and a pause before each: numpy's OpenBLAS
     threads and each OpenMP runtime's threads spin for a while after a call,
     and would take the cores from whatever ran next."""
@@ -169,7 +170,7 @@ def timed(fns, min_s, quick):
         a = time.perf_counter()
         f()
         first = time.perf_counter() - a
-        n = int(min(15, max(3 if quick or first > 0.1 else 5, min_s / max(first, 1e-6))))
+        n = 2 if first > 1.0 else int(min(15, max(3 if quick or first > 0.1 else 5, min_s / max(first, 1e-6))))
         ts = []
         for _ in range(n):
             a = time.perf_counter()
