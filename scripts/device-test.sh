@@ -308,6 +308,8 @@ run() {
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
   step "gpu tests (sampled bound off)" 200 bash -c "$shards" shards "$out" sampleoff env MNEMO_SCAN_SAMPLE=0 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
+  step "gpu tests (lists folded)" 200 bash -c "$shards" shards "$out" fold env MNEMO_SCAN_FOLD=1 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   [ -n "${MNEMO_SKIP_SANITIZERS:-}" ] || sanitizers
   if python3 -c "import numpy, pytest" 2>/dev/null; then

@@ -1,9 +1,9 @@
 // What the single-pass scans (scan_topk.cu, bulk_scan.cu) do after their
 // rows: select the block's list from its warps' lists, publish it, and in
 // the last block to finish select the answer from every block's list. By
-// rank counting for register lists (k <= 32); by list merges for
-// shared-memory lists, and where more than kRankMax entries tie at the
-// bound.
+// rank counting for register lists (k <= 32), by ranks found in binary
+// searches for shared-memory lists; the last block ranks the survivors of
+// its bound, and merges lists where more than kRankMax survive.
 #pragma once
 
 #include <cuda/atomic>
@@ -130,6 +130,48 @@ __device__ __forceinline__ void block_list_by_rank(const Cand* lists, const int*
   if (t >= total && t < static_cast<int>(k)) out[t] = empty_cand();
 }
 
+// The block's list for query q from its warps' shared-memory lists (k up to
+// kSmallKMax): an entry's rank is its place in its own list (lists are
+// sorted and hold distinct slots) plus, for each other list, the entries
+// ranking before it, found by a binary search in the same order. The
+// entries ranked below k go to out[rank], the rest of out is padded. Eight
+// searches of log2(k) steps an entry, where folding the lists by insertion
+// shifted up to k entries an insertion (k = 100: about 150 us a search on
+// the H200, whatever the store's size).
+template <int QB>
+__device__ __forceinline__ void block_list_by_search(const Cand* lists, const int* counts, const uint64_t* ids, int q,
+                                                     uint32_t k, Cand* out, unsigned* groups) {
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < kScanWarps; ++w) total += counts[w * QB + q];
+  const int kk = static_cast<int>(k);
+  for (int e = threadIdx.x; e < kScanWarps * kk; e += kScanThreads) {
+    const int w = e / kk, p = e % kk;
+    if (p >= counts[w * QB + q]) continue;
+    const Cand c = lists[(w * QB + q) * kk + p];
+    int rank = p;
+#pragma unroll 1
+    for (int o = 0; o < kScanWarps; ++o) {
+      if (o == w) continue;
+      const Cand* l = lists + (o * QB + q) * kk;
+      int lo = 0, hi = counts[o * QB + q];
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (ranks_before(l[mid].key, l[mid].slot, c.key, c.slot, ids))
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      rank += lo;
+    }
+    if (rank < kk) {
+      out[rank] = c;
+      if (groups) atomicMax(groups + q * k + (blockIdx.x + rank) % k, ordered_bits(c.key));
+    }
+  }
+  for (int r = total + static_cast<int>(threadIdx.x); r < kk; r += kScanThreads) out[r] = empty_cand();
+}
+
 // The last block's merge of query q by rank: the m entries at or above the
 // bound are in `surv` (m <= kRankMax); each thread ranks some of them
 // against all m and writes those ranked below k.
@@ -171,6 +213,16 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
     for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q)
       block_list_by_rank<QB>(lists, counts, ids, q, k, cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k,
                              groups);
+  } else if (!tail.fold) {
+    // Shared-memory lists are already in place: their counts, then the
+    // block's list by search.
+#pragma unroll
+    for (int q = 0; q < QB; ++q)
+      if (lane == 0) counts[warp * QB + q] = wl[q].n;
+    __syncthreads();
+    for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q)
+      block_list_by_search<QB>(lists, counts, ids, q, k, cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k,
+                               groups);
   } else {
 #pragma unroll
     for (int q = 0; q < QB; ++q) {
@@ -245,14 +297,12 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
           const uint32_t slot = static_cast<uint32_t>(v[u] >> 32);
           const bool has = slot != kNoSlot && key >= bound;
           if (gather) {
-            if constexpr (kRegs) {
-              const unsigned mask = __ballot_sync(kFullMask, has);
-              if (!mask) continue;
-              int at = 0;
-              if (lane == 0) at = atomicAdd(&s_count, __popc(mask));
-              at = __shfl_sync(kFullMask, at, 0) + __popc(mask & ((1u << lane) - 1));
-              if (has && static_cast<uint32_t>(at) < cap) spare[at] = Cand{key, slot};
-            }
+            const unsigned mask = __ballot_sync(kFullMask, has);
+            if (!mask) continue;
+            int at = 0;
+            if (lane == 0) at = atomicAdd(&s_count, __popc(mask));
+            at = __shfl_sync(kFullMask, at, 0) + __popc(mask & ((1u << lane) - 1));
+            if (has && static_cast<uint32_t>(at) < cap) spare[at] = Cand{key, slot};
           } else if (__any_sync(kFullMask, has)) {
             w.offer(has, key, slot, ids, lane);
           }
@@ -260,7 +310,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
       }
     };
     bool ranked = false;
-    if (kRegs && cap > 0) {
+    if ((kRegs || !tail.fold) && cap > 0) {
       pass(true);
       __syncthreads();
       const int m = s_count;

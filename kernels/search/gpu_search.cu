@@ -121,6 +121,16 @@ bool scan_tail_merge() {
   return on;
 }
 
+// Whether the single-query scans fold shared-memory lists by insertion, as
+// before the ranks by binary search (MNEMO_SCAN_FOLD=1, for measuring).
+bool scan_fold() {
+  static const bool on = [] {
+    const char* e = std::getenv("MNEMO_SCAN_FOLD");
+    return e && std::atoi(e) == 1;
+  }();
+  return on;
+}
+
 // Whether a flat activation search over `slots` slots forms the memory terms
 // in a pass ahead of the scan. On an H200, 1q x 768 f32, activation over
 // plain was 1.043x ahead against 1.065x inline at 2^17 slots, 1.007x against
@@ -225,6 +235,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
         ScanTail bulk_tail;  // no ticket: the work counter is zeroed here
         bulk_tail.next_unit = counters + 8;
         bulk_tail.start = start;
+        bulk_tail.fold = scan_fold();
         sample(q0, g);
         if (bulk) MNEMO_CUDA_CHECK(cudaMemsetAsync(bulk_tail.next_unit, 0, sizeof(unsigned), st));
         const unsigned used = bulk ? launch_bulk_scan(s, q, qn, kc, cand, blocks, bulk_tail, st)
@@ -245,6 +256,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       tail.k_out = k_out;
       tail.negate = s.metric == KeyMetric::l2;
       tail.prefetch = scan_prefetch(s);
+      tail.fold = scan_fold();
       tail.start = start;
       sample(q0, g);
       if (bulk)

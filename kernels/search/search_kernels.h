@@ -71,6 +71,9 @@ struct ScanTail {
   // Each query's starting bound (ordered bits of a key at or below its k-th
   // best, 0 = none; launch_scan_sample): rows below it are never offered.
   const unsigned* start = nullptr;
+  // Shared-memory lists folded by insertion (the tail before the searched
+  // ranks; MNEMO_SCAN_FOLD=1, for measuring).
+  bool fold = false;
 };
 
 // A span table of an inverted-file search (ivf_search.cu): per query,

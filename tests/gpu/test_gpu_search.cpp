@@ -302,8 +302,11 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
         auto ids = spread_ids(rng, dups + others);
         ASSERT_OK(mt::store_add(s.get(), ids, all));
         model.add(ids, all);
-        // k = 32 fills a register list; 3 queries share one scan.
-        for (const size_t k : {size_t{10}, size_t{32}, size_t{300}}) {
+        // k = 32 fills a register list, k = 100 a shared-memory list (its
+        // block lists ranked by search; 600 duplicates leave more than 512
+        // survivors to the last block, which then merges lists); 3 queries
+        // share one scan.
+        for (const size_t k : {size_t{10}, size_t{32}, size_t{100}, size_t{300}}) {
           for (const size_t nq : {size_t{1}, size_t{3}, size_t{20}}) {  // scan and GEMM paths
             Matrix qq(kF32, nq, dim);
             for (size_t i = 0; i < nq; ++i) qq.copy_row(i, base, 0);
