@@ -49,6 +49,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from user_bench import kernel_ms  # noqa: E402 - beside this file
+
 GB = 1 << 30
 WIDTHS = [32, 48, 64, 96, 100, 128, 200, 256, 384, 512, 768, 1000, 1024, 1536, 2048, 3072, 4096]
 FOUR = [64, 128, 384, 1536]
@@ -101,18 +103,9 @@ def median_wall(fn: Callable[[], Any], sync: Callable[[], None], budget_s: float
 
 
 def median_kernel(torch: Any, fn: Callable[[], Any], reps: int = 15) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(2_000_000)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    """GPU time of fn's work (user_bench.kernel_ms: events with the stream
+    kept busy ahead)."""
+    return kernel_ms(torch, fn, reps)
 
 
 def read_gbs(torch: Any) -> float:
