@@ -196,6 +196,12 @@ class Store {
   void commit_layout_locked(const IndexLayout& l, std::chrono::steady_clock::time_point t0);
   // Ids written from now on are no longer noted for a layout being computed.
   void stop_tracking_locked();
+  // build_index's and the background rebuild's work, under build_mu_ with
+  // ids being noted: a layout computed with the read lock taken in pieces,
+  // then committed under the write lock (a rebuild only if the index was
+  // neither dropped nor rebuilt meanwhile); an error stops the noting and
+  // goes on to the caller.
+  void build_with_locks(const IndexOptions& o, bool rebuild);
   void relayout_locked(const IndexLayout& l, const std::unordered_map<uint64_t, uint32_t>& list_of);
   void drop_index_locked(bool journal);
   // After a live write: starts a rebuild when the hot tier or the skew has

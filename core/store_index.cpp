@@ -225,6 +225,21 @@ void Store::drop_index_locked(bool journal) {
   indexed_ = false;
 }
 
+void Store::build_with_locks(const IndexOptions& o, bool rebuild) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    IndexLayout L = compute_layout(o, true);
+    auto lock = write_lock();
+    // A rebuild whose index was dropped, or rebuilt by a build_index,
+    // meanwhile has nothing to do.
+    if (!rebuild || (indexed_ && track_dirty_)) commit_layout_locked(L, t0);
+  } catch (...) {
+    auto lock = write_lock();
+    stop_tracking_locked();
+    throw;
+  }
+}
+
 void Store::build_index(const IndexOptions& o) {
   {
     std::lock_guard<std::mutex> g(rebuild_mu_);
@@ -232,21 +247,12 @@ void Store::build_index(const IndexOptions& o) {
     rebuild_error_ = nullptr;
   }
   std::lock_guard<std::mutex> b(build_mu_);
-  const auto t0 = std::chrono::steady_clock::now();
   {
     auto lock = write_lock();
     track_dirty_ = true;
     dirty_.clear();
   }
-  try {
-    IndexLayout L = compute_layout(o, true);
-    auto lock = write_lock();
-    commit_layout_locked(L, t0);
-  } catch (...) {
-    auto lock = write_lock();
-    stop_tracking_locked();
-    throw;
-  }
+  build_with_locks(o, false);
 }
 
 void Store::drop_index() {
@@ -359,14 +365,8 @@ void Store::maybe_rebuild_locked() {
 void Store::run_rebuild(IndexOptions o) {
   try {
     std::lock_guard<std::mutex> b(build_mu_);
-    const auto t0 = std::chrono::steady_clock::now();
-    IndexLayout L = compute_layout(o, true);
-    auto lock = write_lock();
-    // Dropped, or rebuilt by a build_index, meanwhile: nothing to do.
-    if (indexed_ && track_dirty_) commit_layout_locked(L, t0);
+    build_with_locks(o, true);
   } catch (...) {
-    auto lock = write_lock();
-    stop_tracking_locked();
     rebuild_error_ = std::current_exception();
   }
   rebuilding_ = false;
