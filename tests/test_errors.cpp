@@ -1,6 +1,7 @@
 // Every class of bad input for every function: the right status, a message
 // naming the argument, outputs byte-identical to their poisoned state and
 // stores unchanged.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -648,6 +649,32 @@ TEST(Errors, NormalizeAndLayerNorm) {
   EXPECT_REFUSED(ln(g, b, 1e-5f), MNEMO_E_NON_FINITE, "beta", out);
   beta[0] = 0.0f;
   EXPECT_OK(ln(g, b, 1e-5f));
+}
+
+// ---- device entry points on a CPU runtime ----------------------------------------
+
+// Refused before anything else, whatever the pointers; the usual argument
+// checks come first where they apply.
+TEST(Errors, DeviceCallsOnACpuRuntime) {
+  mnemo_runtime_options o = mnemo_runtime_options_default();
+  o.backend = MNEMO_BACKEND_CPU;
+  auto cpu = mt::make_runtime(o);
+  ASSERT_TRUE(cpu);
+  auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, cpu.get());
+  ASSERT_TRUE(s);
+  Buf<float> q(8), scores(4);
+  std::fill(q.data(), q.data() + 8, 0.5f);
+  Buf<uint64_t> ids(4);
+  EXPECT_EQ(mnemo_store_search_device(s.get(), q.data(), 1, 4, nullptr, ids.data(), scores.data(), nullptr),
+            MNEMO_E_BACKEND_UNAVAILABLE);
+  EXPECT_NE(mt::last_error().find("CUDA"), std::string::npos) << mt::last_error();
+  EXPECT_EQ(mnemo_similarity_device(cpu.get(), MNEMO_METRIC_DOT, q.data(), 1, q.data(), MNEMO_DTYPE_F32, 1, 8,
+                                    scores.data(), nullptr),
+            MNEMO_E_BACKEND_UNAVAILABLE);
+  EXPECT_EQ(mnemo_store_search_device(s.get(), q.data(), 1, 0, nullptr, ids.data(), scores.data(), nullptr),
+            MNEMO_E_INVALID_ARGUMENT);
+  EXPECT_EQ(mnemo_store_search_device(s.get(), nullptr, 1, 4, nullptr, ids.data(), scores.data(), nullptr),
+            MNEMO_E_NULL_POINTER);
 }
 
 // ---- allocation and runtime info ---------------------------------------------------

@@ -3,7 +3,8 @@
 // (every search path: the fused scan with its last-block merge, the
 // prefiltered radix selection for large k, GEMM tiles), padding included;
 // bad input is refused with nothing written; a write waits for the searches
-// queued before it. Skips, saying why, where no CUDA backend can be created.
+// queued before it. Skips, saying why, where no CUDA backend can be created
+// (the same calls on a CPU runtime: Errors.DeviceCallsOnACpuRuntime).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,9 +20,13 @@
 
 namespace {
 
+#ifdef MNEMO_TEST_HAVE_CUDART
+
+using mt::DevBuf;
 using mt::Matrix;
 using mt::Results;
 using mt::StoreModel;
+using mt::Stream;
 
 mt::RuntimePtr runtime_on(int32_t backend, int32_t precision = MNEMO_PRECISION_EXACT) {
   mnemo_runtime_options o = mnemo_runtime_options_default();
@@ -31,34 +36,6 @@ mt::RuntimePtr runtime_on(int32_t backend, int32_t precision = MNEMO_PRECISION_E
   if (mnemo_runtime_create(&o, &rt) != MNEMO_OK) return nullptr;
   return mt::RuntimePtr(rt);
 }
-
-// The device entry points on a CPU runtime: refused before anything else,
-// whatever the pointers.
-TEST(GpuDeviceSearch, CpuRuntimeIsRefused) {
-  auto cpu = runtime_on(MNEMO_BACKEND_CPU);
-  ASSERT_TRUE(cpu);
-  auto s = mt::make_store(8, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, cpu.get());
-  ASSERT_TRUE(s);
-  mt::Buf<float> q(8), scores(4);
-  std::fill(q.data(), q.data() + 8, 0.5f);
-  mt::Buf<uint64_t> ids(4);
-  EXPECT_EQ(mnemo_store_search_device(s.get(), q.data(), 1, 4, nullptr, ids.data(), scores.data(), nullptr),
-            MNEMO_E_BACKEND_UNAVAILABLE);
-  EXPECT_NE(std::string(mnemo_last_error()).find("CUDA"), std::string::npos) << mnemo_last_error();
-  EXPECT_EQ(mnemo_similarity_device(cpu.get(), MNEMO_METRIC_DOT, q.data(), 1, q.data(), MNEMO_DTYPE_F32, 1, 8,
-                                    scores.data(), nullptr),
-            MNEMO_E_BACKEND_UNAVAILABLE);
-  // The usual argument checks come first where they apply.
-  EXPECT_EQ(mnemo_store_search_device(s.get(), q.data(), 1, 0, nullptr, ids.data(), scores.data(), nullptr),
-            MNEMO_E_INVALID_ARGUMENT);
-  EXPECT_EQ(mnemo_store_search_device(s.get(), nullptr, 1, 4, nullptr, ids.data(), scores.data(), nullptr),
-            MNEMO_E_NULL_POINTER);
-}
-
-#ifdef MNEMO_TEST_HAVE_CUDART
-
-using mt::DevBuf;
-using mt::Stream;
 
 #define REQUIRE_CUDA(name, precision)                    \
   auto name = runtime_on(MNEMO_BACKEND_CUDA, precision); \
