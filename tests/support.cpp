@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 #include "reference.h"
 
@@ -93,6 +94,16 @@ float rand_nonzero(std::mt19937_64& rng) {
 }
 
 uint64_t rand_below(std::mt19937_64& rng, uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); }
+
+std::vector<uint64_t> distinct_ids(std::mt19937_64& rng, size_t n) {
+  std::set<uint64_t> seen;
+  std::vector<uint64_t> ids;
+  while (ids.size() < n) {
+    const uint64_t id = rng() >> 1;
+    if (seen.insert(id).second) ids.push_back(id);
+  }
+  return ids;
+}
 
 std::string last_error() {
   const char* m = mnemo_last_error();

@@ -100,6 +100,8 @@ std::mt19937_64 rng_for_test();
 // Uniform in [-1, 1] without exact zeros.
 float rand_nonzero(std::mt19937_64& rng);
 uint64_t rand_below(std::mt19937_64& rng, uint64_t n);
+// n distinct random ids below 2^63, in the order drawn.
+std::vector<uint64_t> distinct_ids(std::mt19937_64& rng, size_t n);
 
 // ---- status expectations ---------------------------------------------------
 

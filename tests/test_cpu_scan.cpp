@@ -22,16 +22,6 @@ using mt::StoreModel;
 // Slots past the GEMM path's minimum store (2048), so batches take it.
 constexpr size_t kRows = 2600;
 
-std::vector<uint64_t> distinct_ids(std::mt19937_64& rng, size_t n) {
-  std::set<uint64_t> seen;
-  std::vector<uint64_t> ids;
-  while (ids.size() < n) {
-    const uint64_t id = rng() >> 1;
-    if (seen.insert(id).second) ids.push_back(id);
-  }
-  return ids;
-}
-
 // Searches with outputs poisoned first: ids 0xAB.., scores a NaN pattern.
 Results search(const mnemo_store* s, const Matrix& q, size_t k, const mnemo_search_options& o) {
   Results r;
@@ -55,7 +45,7 @@ struct Fixture {
   Fixture(std::mt19937_64& rng, int32_t dtype, int32_t metric, size_t dim, size_t n)
       : store(mt::make_store(dim, dtype, metric)), model(dim, dtype, metric) {
     if (!store) return;
-    ids = distinct_ids(rng, n);
+    ids = mt::distinct_ids(rng, n);
     const Matrix m = mt::random_matrix(rng, dtype, n, dim, metric == MNEMO_METRIC_DOT);
     EXPECT_OK(mt::store_add(store.get(), ids, m));
     model.add(ids, m);

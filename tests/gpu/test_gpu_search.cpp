@@ -40,16 +40,6 @@ mt::RuntimePtr cpu_runtime() {
   auto rt = cuda_runtime(MNEMO_PRECISION_EXACT, 0, &why_); \
   if (!rt) GTEST_SKIP() << "no CUDA backend on this machine: " << why_
 
-std::vector<uint64_t> spread_ids(std::mt19937_64& rng, size_t n) {
-  std::set<uint64_t> seen;
-  std::vector<uint64_t> ids;
-  while (ids.size() < n) {
-    const uint64_t id = rng() >> 1;
-    if (seen.insert(id).second) ids.push_back(id);
-  }
-  return ids;
-}
-
 struct Case {
   size_t n, dim, nq, k;
   int32_t dtype, metric, precision;
@@ -77,7 +67,7 @@ void run_case(const Case& c) {
   auto sc = mt::make_store(c.dim, c.dtype, c.metric, cpu.get());
   ASSERT_TRUE(sg && sc);
   StoreModel model(c.dim, c.dtype, c.metric);
-  const auto ids = spread_ids(rng, c.n);
+  const auto ids = mt::distinct_ids(rng, c.n);
   const Matrix m = mt::random_matrix(rng, MNEMO_DTYPE_F32, c.n, c.dim, unit);
   for (auto* s : {sg.get(), sc.get()}) ASSERT_OK(mt::store_add(s, ids, m));
   model.add(ids, m);
@@ -299,7 +289,7 @@ TEST(GpuSearchTies, DuplicatesRankBySmallerId) {
         const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
         for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
         for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
-        auto ids = spread_ids(rng, dups + others);
+        auto ids = mt::distinct_ids(rng, dups + others);
         ASSERT_OK(mt::store_add(s.get(), ids, all));
         model.add(ids, all);
         // k = 32 fills a register list, k = 100 a shared-memory list (its
@@ -340,7 +330,7 @@ TEST(GpuSearchTies, RowsAtTheSampledBoundRankBySmallerId) {
       // The copies spread over the store, so the sample meets them.
       std::vector<size_t> at;
       for (size_t i = 0; i < dups; ++i) at.push_back(i * (n / dups)), all.copy_row(at.back(), base, 0);
-      const auto ids = spread_ids(rng, n);
+      const auto ids = mt::distinct_ids(rng, n);
       std::vector<uint64_t> sorted;
       for (const size_t i : at) sorted.push_back(ids[i]);
       std::sort(sorted.begin(), sorted.end());
@@ -365,7 +355,7 @@ TEST(GpuSearchTies, OverflowingCandidatesRankBySmallerId) {
   const Matrix rest = mt::random_matrix(rng, kF32, others, dim, true);
   for (size_t i = 0; i < dups; ++i) all.copy_row(i, base, 0);
   for (size_t i = 0; i < others; ++i) all.copy_row(dups + i, rest, i);
-  const auto ids = spread_ids(rng, dups + others);
+  const auto ids = mt::distinct_ids(rng, dups + others);
   std::vector<uint64_t> sorted(ids.begin(), ids.begin() + dups);
   std::sort(sorted.begin(), sorted.end());
   Matrix q(kF32, nq, dim);
@@ -394,7 +384,7 @@ TEST(GpuSearchBits, BatchScoresAreTheSingleQueryBits) {
       for (const size_t dim : {size_t{20}, size_t{100}, size_t{300}, size_t{771}}) {
         auto s = mt::make_store(dim, dt, me, gpu.get());
         ASSERT_TRUE(s);
-        const auto ids = spread_ids(rng, n);
+        const auto ids = mt::distinct_ids(rng, n);
         ASSERT_OK(mt::store_add(s.get(), ids, mt::random_matrix(rng, kF32, n, dim)));
         const Matrix q = mt::random_matrix(rng, kF32, nq, dim);
         Results batch;
@@ -426,7 +416,7 @@ TEST(GpuStore, UpdatesReachTheDevice) {
   StoreModel model(dim, kBF16, kL2);
   std::vector<uint64_t> all;
   for (int round = 0; round < 6; ++round) {
-    const auto ids = spread_ids(rng, 700);
+    const auto ids = mt::distinct_ids(rng, 700);
     const Matrix m = mt::random_matrix(rng, kF32, ids.size(), dim);
     ASSERT_OK(mt::store_add(s.get(), ids, m));
     model.add(ids, m);
@@ -447,7 +437,7 @@ TEST(GpuStore, ConcurrentSearchesAgree) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   auto s = mt::make_store(128, kF16, kCos, gpu.get());
-  const auto ids = spread_ids(rng, 20000);
+  const auto ids = mt::distinct_ids(rng, 20000);
   const Matrix m = mt::random_matrix(rng, kF32, ids.size(), 128);
   ASSERT_OK(mt::store_add(s.get(), ids, m));
   const Matrix q = mt::random_matrix(rng, kF32, 20, 128);
