@@ -10,6 +10,7 @@
 #include "cpu/row_ops.h"
 #include "error.h"
 #include "growth.h"
+#include "meta/fields_codec.h"
 #include "store_io.h"
 #include "validate.h"
 
@@ -18,18 +19,22 @@ namespace mnemo {
 Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric)
     : rt_(rt), dim_(dim), dtype_(dtype), metric_(metric), row_bytes_(dim * dtype_size(dtype)) {
   home_ = &rt_.store_home();
+  tables_ = std::make_shared<FieldTables>();
   if (rt_.shard_count() > 1) {
     for (uint32_t i = 0; i < rt_.shard_count(); ++i)
-      shards_.push_back(std::unique_ptr<Store>(new Store(rt, dim, dtype, metric, i)));
+      shards_.push_back(std::unique_ptr<Store>(new Store(rt, dim, dtype, metric, i, tables_)));
     workers_ = std::make_unique<ShardWorkers>(shards_.size());
     return;
   }
   mirror_ = home_->attach_store(view());
 }
 
-Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard)
+Store::Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard,
+             std::shared_ptr<FieldTables> tables)
     : rt_(rt), dim_(dim), dtype_(dtype), metric_(metric), row_bytes_(dim * dtype_size(dtype)) {
   home_ = &rt_.shard_home(shard);
+  tables_ = std::move(tables);
+  shard_ = true;
   mirror_ = home_->attach_store(view());
 }
 
@@ -78,13 +83,17 @@ void Store::reserve_slots(uint64_t slots) {
   reserve_geometric(biases_, slots);
   reserve_geometric(times_, slots);
   reserve_geometric(importance_, slots);
+  reserve_geometric(recs_, slots);
 }
 
 void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
-                const float* importance) {
+                const float* importance, const FieldsIn* fields) {
   if (count == 0) return;
   auto lock = write_lock();
-  add_locked(ids, vectors, vdt, count, true, times, importance);
+  if (!fields) return add_locked(ids, vectors, vdt, count, true, times, importance);
+  const auto w = resolve_fields(ids, fields, count);
+  add_locked(ids, vectors, vdt, count, true, times, importance, nullptr, 0, w.data(), fields);
+  note_keys_locked(ids, w);
 }
 
 namespace {
@@ -92,22 +101,29 @@ namespace {
 // The journal record of an add: plain, or with the memories' times and
 // importance when the call gave them.
 void journal_add(Journal& j, const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, uint64_t dim,
-                 const double* times, const float* importance) {
+                 const double* times, const float* importance, const FieldsIn* fields) {
   const uint64_t vbytes = checked_mul(count, dim, dtype_size(vdt), "vectors");
-  if (!times && !importance) return j.append(JournalOp::add, count, vdt, ids, vectors, vbytes);
-  const uint32_t flags = (times ? kJournalTimes : 0u) | (importance ? kJournalImportance : 0u);
+  if (!times && !importance && !fields) return j.append(JournalOp::add, count, vdt, ids, vectors, vbytes);
+  const uint32_t flags =
+      (times ? kJournalTimes : 0u) | (importance ? kJournalImportance : 0u) | (fields ? kJournalFields : 0u);
+  std::string blob;
+  for (uint64_t i = 0; fields && i < count; ++i) encode_fields(fields[i], blob);
   j.append(JournalOp::add_memories, count, vdt, flags, ids,
-           {{vectors, vbytes}, {times, times ? count * 8 : 0}, {importance, importance ? count * 4 : 0}});
+           {{vectors, vbytes},
+            {times, times ? count * 8 : 0},
+            {importance, importance ? count * 4 : 0},
+            {blob.data(), blob.size()}});
 }
 
 }  // namespace
 
 void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
-                       const double* times, const float* importance, const uint64_t* pick, int team) {
+                       const double* times, const float* importance, const uint64_t* pick, int team,
+                       const FieldWrite* fields, const FieldsIn* given) {
   if (track_dirty_) dirty_.insert(ids, ids + count);
   if (!shards_.empty()) {
-    if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
-    sharded_add(ids, vectors, vdt, count, times, importance);
+    if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance, given);
+    sharded_add(ids, vectors, vdt, count, times, importance, fields);
     if (journal) maybe_rebuild_locked();
     return;
   }
@@ -155,7 +171,7 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   slot_of_.reserve(slot_of_.size() + fresh.size());
   // Journal before the change: once the record is on disk the write is
   // acknowledged; if it cannot be written the store stays as it was.
-  if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance);
+  if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance, given);
 
   // Commit: nothing below allocates except the (reserved) containers.
   vectors_.resize(new_slots * row_bytes_);
@@ -164,9 +180,15 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
   biases_.resize(new_slots, 0.0f);
   times_.resize(new_slots, 0.0);
   importance_.resize(new_slots, 0.0f);
+  recs_.resize(new_slots);
   uint64_t moved_lo = UINT64_MAX, moved_hi = 0;
   for (const auto& [id, old] : moved) {
     const uint64_t slot = fresh.at(id);
+    if (recs_[old]) {
+      postings_.remove(static_cast<uint32_t>(old), *recs_[old]);
+      postings_.add(static_cast<uint32_t>(slot), *recs_[old]);
+      recs_[slot] = std::move(recs_[old]);
+    }
     biases_[slot] = biases_[old];
     times_[slot] = times_[old];
     importance_[slot] = importance_[old];
@@ -194,6 +216,7 @@ void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint
     const uint64_t row = pick ? pick[i] : i;
     if (times) times_[touched[i]] = times[row];
     if (importance) importance_[touched[i]] = importance[row];
+    if (fields) write_fields_locked(touched[i], fields[row]);
   }
   // Large batches convert their rows and take their norms over the cores,
   // unless a slot repeats: a batch naming one id twice keeps its last row,
@@ -226,6 +249,12 @@ uint64_t Store::remove(const uint64_t* ids, uint64_t count) {
 }
 
 uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal) {
+  if (!shard_) {
+    // The whole store's keys: the removed memories' keys are free again.
+    auto& keys = tables_->key_ids;
+    for (uint64_t i = 0; i < count && !keys.empty(); ++i)
+      if (const Record* r = record_of(ids[i]); r && !r->key.empty()) keys.erase(r->key);
+  }
   if (journal && journal_) {
     // Only removals that change something are journaled.
     bool any = false;
@@ -245,6 +274,7 @@ uint64_t Store::remove_locked(const uint64_t* ids, uint64_t count, bool journal)
     const uint64_t slot = it->second;
     lo = std::min(lo, slot);
     hi = std::max(hi, slot);
+    drop_fields_locked(slot);
     slot_ids_[slot] = kNoId;
     biases_[slot] = 0.0f;
     times_[slot] = 0.0;
@@ -279,6 +309,7 @@ void Store::compact() {
       biases_[w] = biases_[r];
       times_[w] = times_[r];
       importance_[w] = importance_[r];
+      recs_[w] = std::move(recs_[r]);
       slot_of_[slot_ids_[w]] = w;
     }
     ++w;
@@ -288,8 +319,10 @@ void Store::compact() {
   biases_.resize(w);
   times_.resize(w);
   importance_.resize(w);
+  recs_.resize(w);
   vectors_.resize(w * row_bytes_);
   dead_ = 0;
+  rebuild_postings_locked();
   if (index_) {
     while (b < bounds.size()) bounds[b++] = w;
     index_->set_offsets(std::move(bounds));
@@ -446,6 +479,7 @@ void Store::touch_locked(const uint64_t* ids, uint64_t n, double now) {
 
 void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
                           const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const {
+  if (filter.where || filter.each) return search_where(queries, nq, k, filter, rank, out_ids, out_scores, place);
   if (!shards_.empty()) {
     return sharded_search(queries, nq, k, filter, rank, out_ids, out_scores, place);
   }
@@ -538,6 +572,9 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
   biases_ = std::move(biases);
   times_ = std::move(times);
   importance_ = std::move(importance);
+  recs_.clear();
+  recs_.resize(n);
+  postings_.clear();
   dead_ = 0;
   mirror_update(0, n);
   return UINT64_MAX;
@@ -688,9 +725,34 @@ void Store::apply(const JournalRecord& r) {
         times = record_values<double>(data + at, r.count, "time");
         at += r.count * 8;
       }
-      if (r.flags & kJournalImportance) importance = record_values<float>(data + at, r.count, "importance");
-      add_locked(r.ids, rows, dtype_, r.count, false, times.empty() ? nullptr : times.data(),
-                 importance.empty() ? nullptr : importance.data());
+      if (r.flags & kJournalImportance) {
+        importance = record_values<float>(data + at, r.count, "importance");
+        at += r.count * 4;
+      }
+      const double* tp = times.empty() ? nullptr : times.data();
+      const float* ip = importance.empty() ? nullptr : importance.data();
+      if (!(r.flags & kJournalFields)) {
+        add_locked(r.ids, rows, dtype_, r.count, false, tp, ip);
+        break;
+      }
+      std::vector<FieldsIn> given(r.count);
+      for (uint64_t i = 0; i < r.count; ++i) given[i] = decode_fields(data, r.data_bytes, at);
+      if (at != r.data_bytes) fail(Code::corrupt, "an add record holds bytes after its fields");
+      const auto w = resolve_fields(r.ids, given.data(), r.count);
+      add_locked(r.ids, rows, dtype_, r.count, false, tp, ip, nullptr, 0, w.data(), given.data());
+      note_keys_locked(r.ids, w);
+      break;
+    }
+    case JournalOp::set_fields: {
+      std::vector<FieldsIn> given(r.count);
+      uint64_t at = 0;
+      for (uint64_t i = 0; i < r.count; ++i) given[i] = decode_fields(data, r.data_bytes, at);
+      if (at != r.data_bytes) fail(Code::corrupt, "a fields record holds bytes after its fields");
+      for (uint64_t i = 0; i < r.count; ++i)
+        if (shards_.empty() ? !slot_of_.count(r.ids[i]) : owner_of(r.ids[i]) == shards_.size())
+          fail(Code::corrupt, "a fields record names a memory the store does not hold");
+      const auto w = resolve_fields(r.ids, given.data(), r.count);
+      set_fields_locked(r.ids, w, false, given.data());
       break;
     }
     case JournalOp::remove: remove_locked(r.ids, r.count, false); break;

@@ -22,6 +22,11 @@
 #include "backend.h"
 #include "id_map.h"
 #include "ivf/ivf_index.h"
+#include "meta/fields.h"
+#include "meta/filter.h"
+#include "meta/namespaces.h"
+#include "meta/slot_postings.h"
+#include "meta/string_pool.h"
 #include "runtime.h"
 #include "shard_workers.h"
 #include "store_journal.h"
@@ -35,6 +40,47 @@ struct SearchFilter {
   const uint64_t* ids = nullptr;
   const uint64_t* bitmap = nullptr;
   uint64_t count = 0;  // ids, or bits of the bitmap
+  // Filters over the memories' fields (mnemo_search_options.where and
+  // where_each): null when absent; each[i] may be null.
+  const Filter* where = nullptr;
+  const Filter* const* each = nullptr;
+};
+
+// What a whole store shares of its memories' fields (its shards too): the
+// interned strings, the namespaces and the keys.
+struct FieldTables {
+  StringPool pool;
+  NamespaceTable namespaces;
+  std::unordered_map<std::string, uint64_t> key_ids;  // key -> id
+};
+
+// A field write resolved against the store's tables: the record the
+// memory's fields become (after `set`), and its given form for the journal.
+struct FieldWrite {
+  uint32_t set = 0;
+  Record rec;           // the fields named by `set`, interned
+  std::string old_key;  // the memory's key before the write
+};
+
+// One memory's fields read back (mnemo_store_read).
+struct FieldsOut {
+  bool found = false;
+  uint64_t id = 0;
+  double time = 0;
+  float importance = 0;
+  uint32_t set = 0;
+  std::string key;
+  std::vector<std::string> ns;
+  std::vector<std::string> tags;
+  std::vector<std::pair<std::string, ValueIn>> attrs;
+  std::string payload;
+};
+
+// How a filtered search was planned (the last one; for tests and stats).
+struct FilterPlan {
+  uint64_t matches = 0;     // slots the filter matched (all queries' where)
+  uint64_t searches = 0;    // backend searches the call made
+  uint64_t widened = 0;     // indexed searches redone over more lists
 };
 
 struct StoreContents {  // a consistent copy for saving
@@ -83,7 +129,20 @@ class Store {
   // times / importance ([count], finite) set those of the listed memories;
   // null keeps an upserted memory's and gives a new one 0.
   void add(const uint64_t* ids, const void* vectors, DType vectors_dtype, uint64_t count, const double* times = nullptr,
-           const float* importance = nullptr);
+           const float* importance = nullptr, const FieldsIn* fields = nullptr);
+  // Fields of existing memories, in place (store_fields.cpp). Throws
+  // not_found (naming the position) or invalid_argument (a key taken)
+  // before changing anything.
+  void update_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count);
+  // kNoId for a key no memory holds.
+  void ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) const;
+  std::vector<FieldsOut> read(const uint64_t* ids, uint64_t count) const;
+  // Ids matching `f` (null: all) in ascending order, from `offset`, at most
+  // `capacity`; *total gets the number of all matches.
+  std::vector<uint64_t> select(const Filter* f, uint64_t offset, uint64_t capacity, uint64_t* total) const;
+  // Namespaces in use (parts) and their memory counts.
+  std::vector<std::pair<std::vector<std::string>, uint64_t>> namespaces() const;
+  FilterPlan last_plan() const;
   uint64_t remove(const uint64_t* ids, uint64_t count);
   uint64_t count() const;
   uint64_t slot_count() const;
@@ -143,7 +202,33 @@ class Store {
 
  private:
   // One shard of a sharded store, living in rt.shard_home(shard).
-  Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard);
+  Store(const Runtime& rt, uint64_t dim, DType dtype, Metric metric, uint32_t shard,
+        std::shared_ptr<FieldTables> tables);
+  // Fields (store_fields.cpp). resolve interns a call's fields and checks
+  // its keys (ids[i] gets fields[i]) before anything changes;
+  // note_keys_locked then records them once the write is in.
+  std::vector<FieldWrite> resolve_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count);
+  void note_keys_locked(const uint64_t* ids, const std::vector<FieldWrite>& w);
+  // The record of `id` in this store or its owning shard, or null.
+  const Record* record_of(uint64_t id) const;
+  // Slot `slot` takes `w` (postings follow).
+  void write_fields_locked(uint64_t slot, const FieldWrite& w);
+  // Drops slot's record (postings follow).
+  void drop_fields_locked(uint64_t slot);
+  // Rebuilds the postings after slots were renumbered.
+  void rebuild_postings_locked();
+  FilterScope scope_locked() const;
+  // This store, or its shards in order.
+  std::vector<const Store*> parts() const;
+  // The filter's matches as a bitmap over the store's slots (a sharded
+  // store's shards end to end), with `legacy` (ids or bitmap) applied too;
+  // returns the number of matching live memories.
+  uint64_t filter_bitmap_locked(const Filter* where, const Filter* each, const SearchFilter& legacy,
+                                std::vector<uint64_t>& words) const;
+  void search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
+                    const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const;
+  void set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal,
+                         const FieldsIn* given);
   StoreView view() const;
   StoreContents contents_locked() const;
   // Searches with the caller's bitmap (or none) on this store's own backend
@@ -157,7 +242,7 @@ class Store {
   // The sharded forms of the calls above (store_shards.cpp), under the
   // parent's lock; the parent's journal records each write once.
   void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
-                   const float* importance);
+                   const float* importance, const FieldWrite* fields);
   uint64_t sharded_remove(const uint64_t* ids, uint64_t count);
   // One per-memory field of `bytes` per entry at `values`, routed to the owners.
   void sharded_set_field(const uint64_t* ids, const void* values, size_t bytes, const uint64_t* owners, uint64_t count,
@@ -171,7 +256,7 @@ class Store {
   // the rows (0: the runtime's thread count).
   void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
                   const double* times = nullptr, const float* importance = nullptr, const uint64_t* pick = nullptr,
-                  int team = 0);
+                  int team = 0, const FieldWrite* fields = nullptr, const FieldsIn* given = nullptr);
   uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
   // Sets one per-memory field: JournalOp::set_bias (f32), set_times (f64)
   // or set_importance (f32).
@@ -226,6 +311,14 @@ class Store {
   std::vector<uint64_t> slot_ids_;  // kNoId marks a removed slot
   std::vector<float> norms_, biases_, importance_;
   std::vector<double> times_;
+  // Fields: the whole store's tables (shared with its shards), each slot's
+  // record (null: none) and the postings over this store's slots.
+  std::shared_ptr<FieldTables> tables_;
+  std::vector<std::unique_ptr<Record>> recs_;
+  SlotPostings postings_;
+  bool shard_ = false;
+  mutable std::mutex plan_mu_;
+  mutable FilterPlan plan_;
   IdMap slot_of_;
   uint64_t dead_ = 0;
   std::unique_ptr<StoreMirror> mirror_;

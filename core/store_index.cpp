@@ -149,6 +149,7 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
   std::vector<uint64_t> nid(live);
   std::vector<float> nnorm(live), nbias(live), nimp(live);
   std::vector<double> ntime(live);
+  std::vector<std::unique_ptr<Record>> nrec(live);
   IdMap nslot;
   nslot.reserve(live);
   if (nlist > 0) {
@@ -164,6 +165,7 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
     nbias[d] = biases_[s];
     ntime[d] = times_[s];
     nimp[d] = importance_[s];
+    if (s < recs_.size()) nrec[d] = std::move(recs_[s]);
     nslot.emplace(nid[d], d);
   }
   vectors_ = std::move(nv);
@@ -172,8 +174,10 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
   biases_ = std::move(nbias);
   times_ = std::move(ntime);
   importance_ = std::move(nimp);
+  recs_ = std::move(nrec);
   slot_of_ = std::move(nslot);
   dead_ = 0;
+  rebuild_postings_locked();
   index_ = std::move(index);
   mirror_update(0, live);
 }

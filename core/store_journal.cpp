@@ -71,8 +71,11 @@ std::string header_bytes(const JournalShape& s, uint64_t base_seq) {
   return b;
 }
 
-// Payload size a record of this op and count must have.
-bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint32_t flags, uint64_t& bytes) {
+// Payload size a record of this op and count must have; with `more` set,
+// fields follow (fields_codec.h) and the payload is at least that size.
+bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt, uint32_t flags, uint64_t& bytes,
+                  bool& more) {
+  more = (op == JournalOp::add_memories && (flags & kJournalFields)) || op == JournalOp::set_fields;
   try {
     const uint64_t ids = checked_mul(count, 8, "ids");
     if (op == JournalOp::index_layout) {
@@ -88,7 +91,7 @@ bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt,
       return count == 0 && flags == 0;
     }
     if (count == 0) return false;
-    if (flags != 0 && (op != JournalOp::add_memories || flags > 3)) return false;
+    if (flags != 0 && (op != JournalOp::add_memories || flags > 7)) return false;
     switch (op) {
       case JournalOp::add:
       case JournalOp::add_memories:
@@ -101,6 +104,7 @@ bool payload_size(const JournalShape& s, JournalOp op, uint64_t count, DType dt,
       case JournalOp::set_bias:
       case JournalOp::set_importance: bytes = checked_add(ids, checked_mul(count, 4, "values"), "record"); return true;
       case JournalOp::set_times: bytes = checked_add(ids, checked_mul(count, 8, "times"), "record"); return true;
+      case JournalOp::set_fields: bytes = ids; return true;
       case JournalOp::index_layout:
       case JournalOp::index_drop: return false;  // handled above
     }
@@ -210,8 +214,10 @@ std::unique_ptr<Journal> Journal::open(const std::string& path, const JournalSha
     if (payload > left - kRecordHead || left - kRecordHead - payload < 8) break;  // torn: runs past the end
     const uint64_t end = pos + kRecordHead + payload + 8;
     uint64_t expect = 0;
+    bool more = false;
     const bool sane = dtype_field >= 0 && dtype <= 3 &&
-                      payload_size(shape, op, count, static_cast<DType>(dtype), flags, expect) && expect == payload;
+                      payload_size(shape, op, count, static_cast<DType>(dtype), flags, expect, more) &&
+                      (expect == payload || (more && payload > expect));
     XXH3_64bits_reset(st);
     XXH3_64bits_update(st, h, kRecordHead);
     if (sane) {

@@ -22,11 +22,13 @@ enum class JournalOp : uint32_t {
   set_importance = 5,
   add_memories = 6,  // add with times and/or importance (flags)
   index_layout = 7,  // an index built: flags = nlist; ids, then u32 lists, options, f32 centroids
-  index_drop = 8     // the index removed (no ids)
+  index_drop = 8,    // the index removed (no ids)
+  set_fields = 9     // fields of existing memories (fields_codec.h), one after another
 };
 
 // Which optional arrays an add_memories record carries after its vectors.
-enum : uint32_t { kJournalTimes = 1, kJournalImportance = 2 };
+// kJournalFields: the memories' fields (fields_codec.h) follow the arrays.
+enum : uint32_t { kJournalTimes = 1, kJournalImportance = 2, kJournalFields = 4 };
 
 // A contiguous part of a record's payload after its ids.
 struct JournalPiece {

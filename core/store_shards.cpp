@@ -65,7 +65,7 @@ size_t Store::owner_of(uint64_t id) const {
 }
 
 void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
-                        const float* importance) {
+                        const float* importance, const FieldWrite* fields) {
   const size_t n = shards_.size();
   // Route: existing ids to their shard, new ones to the least-filled shard
   // (counting what this call already sent there); a repeated id follows its
@@ -105,7 +105,7 @@ void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uin
     const std::vector<uint64_t>& r = rows[s];
     std::vector<uint64_t> sub(r.size());
     for (size_t j = 0; j < r.size(); ++j) sub[j] = ids[r[j]];
-    shards_[s]->add_locked(sub.data(), vectors, vdt, sub.size(), false, times, importance, r.data(), team);
+    shards_[s]->add_locked(sub.data(), vectors, vdt, sub.size(), false, times, importance, r.data(), team, fields);
   });
 }
 

@@ -391,6 +391,222 @@ MNEMO_API mnemo_status mnemo_store_set_importance(mnemo_store* store, const uint
 MNEMO_API mnemo_status mnemo_store_get_meta(const mnemo_store* store, const uint64_t* ids, uint64_t count,
                                             double* times, float* importance, float* biases);
 
+/* ------------------------------------------------------------------------ */
+/* What a memory holds besides its vector: key, namespace, tags, attributes  */
+/* and payload                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Every memory may carry, besides its vector, time, importance and bias:
+   - a key: a string unique in the store, mapped to the memory's id (look-up
+     both ways: mnemo_store_ids_of_keys, mnemo_store_read);
+   - a namespace: a path of strings ("users", "42", "episodic"), which scoped
+     searches match exactly or by prefix;
+   - tags: a set of strings;
+   - attributes: name -> value, each an INT (int64), DOUBLE (finite f64),
+     BOOL or STRING;
+   - a payload: bytes (the memory's text or a JSON document), returned as
+     given and never searched.
+   Strings are UTF-8 bytes without NUL; names, tags, namespace parts and
+   string values are interned once per store. A memory without a field
+   simply lacks it: every predicate on a field it lacks is false for it (so
+   a scoped search never returns a memory outside its scope, whatever it
+   lacks), and NOT turns that into true. All of it is journaled in a durable
+   store, kept in snapshots, and follows the memory through upserts,
+   compaction and index layouts. Limits (MNEMO_E_INVALID_ARGUMENT beyond
+   them, naming the memory and the field): */
+#define MNEMO_MAX_KEY_BYTES 1024u         /* a key */
+#define MNEMO_MAX_NAME_BYTES 1024u        /* a namespace part, tag, attribute name or string value */
+#define MNEMO_MAX_NAMESPACE_DEPTH 32u     /* parts of a namespace */
+#define MNEMO_MAX_TAGS 1024u              /* tags of a memory */
+#define MNEMO_MAX_ATTRIBUTES 256u         /* attributes of a memory */
+#define MNEMO_MAX_PAYLOAD_BYTES 16777216u /* a payload (16 MiB) */
+
+enum mnemo_value_type {
+  MNEMO_VALUE_INT = 1,    /* i */
+  MNEMO_VALUE_DOUBLE = 2, /* d, finite */
+  MNEMO_VALUE_BOOL = 3,   /* i: 0 or 1 */
+  MNEMO_VALUE_STRING = 4  /* s: NUL-terminated UTF-8 */
+};
+
+/* A typed value (an attribute's, or a filter's operand). INT and DOUBLE
+   compare with each other as numbers (exactly: an int64 beyond 2^53 is not
+   rounded); STRING compares bytewise; BOOL only equals or differs; values of
+   other kinds never compare (the predicate is false). */
+typedef struct mnemo_value {
+  int32_t type;      /* enum mnemo_value_type */
+  uint32_t reserved; /* zero */
+  int64_t i;
+  double d;
+  const char* s;
+} mnemo_value;
+
+typedef struct mnemo_attribute {
+  const char* name; /* NUL-terminated, not empty */
+  mnemo_value value;
+} mnemo_attribute;
+
+/* Which fields a write sets (mnemo_memory_fields.set). */
+enum mnemo_field_bits {
+  MNEMO_FIELD_KEY = 1,
+  MNEMO_FIELD_NAMESPACE = 2,
+  MNEMO_FIELD_TAGS = 4,
+  MNEMO_FIELD_ATTRIBUTES = 8,
+  MNEMO_FIELD_PAYLOAD = 16,
+  MNEMO_FIELD_ALL = 31
+};
+
+/* The fields of one memory, as written and as read back. A write replaces
+   each field named in `set` (an empty or NULL value clears it) and keeps the
+   others (a new memory starts without them). Read back, every field is
+   filled and `set` names those the memory has. Tags come back sorted and
+   unique, attributes sorted by name (a name given twice in one write keeps
+   its last value). */
+typedef struct mnemo_memory_fields {
+  uint32_t struct_size; /* sizeof(mnemo_memory_fields) */
+  uint32_t set;         /* MNEMO_FIELD_* bits */
+  const char* key;      /* NULL or "": no key */
+  const char* const* namespace_parts;
+  uint32_t namespace_depth; /* 0: no namespace */
+  uint32_t tag_count;
+  const char* const* tags;
+  const mnemo_attribute* attributes;
+  uint32_t attribute_count;
+  uint32_t reserved0; /* zero */
+  const void* payload;
+  uint64_t payload_bytes; /* 0: no payload */
+} mnemo_memory_fields;
+
+MNEMO_API mnemo_memory_fields mnemo_memory_fields_default(void);
+
+/* mnemo_store_add_memories with each memory's fields: fields [count] (may
+   be NULL: then as mnemo_store_add_memories). fields[i] belongs to ids[i];
+   a repeated id takes its last entry. A key already held by another memory
+   (before the call or earlier in it) is refused with INVALID_ARGUMENT
+   naming both. Errors: those of mnemo_store_add_memories, INVALID_ARGUMENT
+   (a limit, an empty name, an unknown value type, a non-finite DOUBLE,
+   struct_size, a key taken). On error the store is unchanged.
+   Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_add_with_fields(mnemo_store* store, const uint64_t* ids, const void* vectors,
+                                                   int32_t vectors_dtype, uint64_t count, const double* times,
+                                                   const float* importance, const mnemo_memory_fields* fields);
+
+/* Updates the fields named in each fields[i].set of existing memories in
+   place (their vectors, slots and the other fields untouched).
+   Errors: NULL_POINTER, NOT_FOUND (naming the position), INVALID_ARGUMENT
+   (as above). On error nothing changes. Thread safety: exclusive. */
+MNEMO_API mnemo_status mnemo_store_update_fields(mnemo_store* store, const uint64_t* ids,
+                                                 const mnemo_memory_fields* fields, uint64_t count);
+
+/* The ids of `count` keys (NUL-terminated); ids[i] = MNEMO_NO_ID for a key
+   no memory holds. Errors: NULL_POINTER, MISALIGNED (ids).
+   Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_ids_of_keys(const mnemo_store* store, const char* const* keys, uint64_t count,
+                                               uint64_t* ids);
+
+/* Memories read back: a snapshot of their fields taken by one call, valid
+   until mnemo_records_destroy (the store may change meanwhile). */
+typedef struct mnemo_records mnemo_records;
+
+/* Reads the fields of `count` memories (times and importance too, through
+   mnemo_records_get). A missing id is not an error: its entry is marked not
+   found. Errors: NULL_POINTER, MISALIGNED, OUT_OF_MEMORY.
+   Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_read(const mnemo_store* store, const uint64_t* ids, uint64_t count,
+                                        mnemo_records** out);
+MNEMO_API void mnemo_records_destroy(mnemo_records* records);
+MNEMO_API uint64_t mnemo_records_count(const mnemo_records* records);
+/* Entry i: *found = 0 for an id not in the store (then nothing else is
+   written); else its id, fields (pointers into `records`), time and
+   importance; any of fields, time, importance may be NULL.
+   Errors: NULL_POINTER, OUT_OF_RANGE (i >= count), INVALID_ARGUMENT
+   (fields->struct_size). */
+MNEMO_API mnemo_status mnemo_records_get(const mnemo_records* records, uint64_t i, uint32_t* found, uint64_t* id,
+                                         mnemo_memory_fields* fields, double* time, float* importance);
+
+/* ------------------------------------------------------------------------ */
+/* Filters: which memories a search or a selection may return                */
+/* ------------------------------------------------------------------------ */
+
+/* A filter is a small expression tree built node by node; each call appends
+   one node and returns its number in *node (may be NULL). Children are
+   given by number, so they are built first. The root is the last node built
+   unless mnemo_filter_set_root names another. A filter copies everything it
+   is given, is not tied to a store, and may be used by any number of
+   searches at once (it is only read by them). Its evaluation is exact: a
+   filtered search returns min(k, matching memories) results, never fewer,
+   on every plan, with and without an index. */
+typedef struct mnemo_filter mnemo_filter;
+
+enum mnemo_filter_op {
+  /* attributes (mnemo_filter_attribute) */
+  MNEMO_OP_EQ = 1,
+  MNEMO_OP_NE = 2, /* has the attribute and it differs */
+  MNEMO_OP_LT = 3,
+  MNEMO_OP_LE = 4,
+  MNEMO_OP_GT = 5,
+  MNEMO_OP_GE = 6,
+  MNEMO_OP_IN = 7,      /* equals one of the values */
+  MNEMO_OP_NOT_IN = 8,  /* has the attribute and equals none of them */
+  MNEMO_OP_BETWEEN = 9, /* values[0] <= v <= values[1] */
+  MNEMO_OP_EXISTS = 10, /* has the attribute (no values) */
+  /* tags (mnemo_filter_tags) */
+  MNEMO_OP_ANY = 11, /* holds at least one of the tags */
+  MNEMO_OP_ALL = 12, /* holds every one of them */
+  /* namespaces (mnemo_filter_namespace) */
+  MNEMO_OP_NAMESPACE_EQ = 13,    /* exactly this namespace */
+  MNEMO_OP_NAMESPACE_UNDER = 14  /* this namespace or one below it (a prefix of parts) */
+};
+
+#define MNEMO_MAX_FILTER_NODES 65536u
+
+MNEMO_API mnemo_status mnemo_filter_create(mnemo_filter** out);
+MNEMO_API void mnemo_filter_destroy(mnemo_filter* filter);
+/* NAMESPACE_EQ or NAMESPACE_UNDER over `depth` parts (UNDER with depth 0:
+   every memory that has a namespace). */
+MNEMO_API mnemo_status mnemo_filter_namespace(mnemo_filter* f, int32_t op, const char* const* parts, uint32_t depth,
+                                              uint32_t* node);
+/* ANY or ALL of `count` tags (ANY of none: nothing; ALL of none: every
+   memory). */
+MNEMO_API mnemo_status mnemo_filter_tags(mnemo_filter* f, int32_t op, const char* const* tags, uint32_t count,
+                                         uint32_t* node);
+/* An attribute predicate: EQ ... GE take one value, IN and NOT_IN any
+   number, BETWEEN two, EXISTS none. */
+MNEMO_API mnemo_status mnemo_filter_attribute(mnemo_filter* f, const char* name, int32_t op, const mnemo_value* values,
+                                              uint32_t count, uint32_t* node);
+/* Keys: the memories holding any of these keys. */
+MNEMO_API mnemo_status mnemo_filter_keys(mnemo_filter* f, const char* const* keys, uint64_t count, uint32_t* node);
+/* Ids: the memories with any of these ids (ids not in the store ignored). */
+MNEMO_API mnemo_status mnemo_filter_ids(mnemo_filter* f, const uint64_t* ids, uint64_t count, uint32_t* node);
+/* Last-access time in [lo, hi] and importance in [lo, hi] (inclusive; an
+   infinite end is open; NaN refused). */
+MNEMO_API mnemo_status mnemo_filter_time(mnemo_filter* f, double lo, double hi, uint32_t* node);
+MNEMO_API mnemo_status mnemo_filter_importance(mnemo_filter* f, double lo, double hi, uint32_t* node);
+/* AND / OR of `count` earlier nodes (AND of none: every memory; OR of none:
+   nothing); NOT of one. */
+MNEMO_API mnemo_status mnemo_filter_and(mnemo_filter* f, const uint32_t* children, uint32_t count, uint32_t* node);
+MNEMO_API mnemo_status mnemo_filter_or(mnemo_filter* f, const uint32_t* children, uint32_t count, uint32_t* node);
+MNEMO_API mnemo_status mnemo_filter_not(mnemo_filter* f, uint32_t child, uint32_t* node);
+MNEMO_API mnemo_status mnemo_filter_set_root(mnemo_filter* f, uint32_t node);
+
+/* The ids of the memories a filter matches (filter NULL: every memory), in
+   ascending id order, skipping the first `offset`: up to `capacity` of them
+   into ids, their number into *written, and the number of all matches into
+   *total (may be NULL). Errors: NULL_POINTER, MISALIGNED, INVALID_ARGUMENT
+   (an empty filter, or one whose root is not set).
+   Thread safety: runs alongside searches. */
+MNEMO_API mnemo_status mnemo_store_select(const mnemo_store* store, const mnemo_filter* filter, uint64_t offset,
+                                          uint64_t capacity, uint64_t* ids, uint64_t* written, uint64_t* total);
+
+/* The namespaces the store's memories hold, with how many memories each:
+   entry i's parts through mnemo_namespaces_get. */
+typedef struct mnemo_namespaces mnemo_namespaces;
+MNEMO_API mnemo_status mnemo_store_namespaces(const mnemo_store* store, mnemo_namespaces** out);
+MNEMO_API void mnemo_namespaces_destroy(mnemo_namespaces* list);
+MNEMO_API uint64_t mnemo_namespaces_count(const mnemo_namespaces* list);
+/* Errors: NULL_POINTER, OUT_OF_RANGE. */
+MNEMO_API mnemo_status mnemo_namespaces_get(const mnemo_namespaces* list, uint64_t i, const char* const** parts,
+                                            uint32_t* depth, uint64_t* memories);
+
 enum mnemo_filter_kind {
   MNEMO_FILTER_NONE = 0,
   MNEMO_FILTER_IDS = 1,        /* allow-list of ids (unknown ids ignored) */
@@ -475,6 +691,20 @@ typedef struct mnemo_search_options {
      scan depends on the data and on nprobe (mnemo eval --nprobe). */
   uint32_t nprobe;
   uint32_t reserved2; /* zero */
+  /* Filters over what memories hold (absent from a struct_size of 104, the
+     size before them: then NULL). where: one filter for every query;
+     where_each: nq filters, query i searching only what where_each[i]
+     matches (an entry may be NULL: no filter for that query). Both may be
+     given, and with filter_kind: a memory must pass each. Each query gets
+     min(k, its candidates) results, never fewer, whatever the plan: the
+     store evaluates a filter from its postings (tags, namespaces, attribute
+     values) and ordered attribute indexes, then scans only the matching
+     memories when they are few and the whole store with a mask otherwise;
+     on an indexed store with nprobe > 0 a filtered query reads further
+     lists until it has k candidates, or scans its matching memories
+     exactly. */
+  const mnemo_filter* where;
+  const mnemo_filter* const* where_each;
 } mnemo_search_options;
 
 MNEMO_API mnemo_search_options mnemo_search_options_default(void);

@@ -8,6 +8,8 @@
 
 #include "arg_checks.h"
 #include "barrier.h"
+#include "fields_in.h"
+#include "handles.h"
 #include "core/checked.h"
 #include "core/validate.h"
 #include "mnemo.h"
@@ -22,6 +24,7 @@ constexpr uint32_t kSearchOptionsV1 = 40;
 static_assert(offsetof(mnemo_search_options, activation) == kSearchOptionsV1, "options grow at their end");
 static_assert(offsetof(mnemo_search_options, check_on_device) == 80, "options grow at their end");
 static_assert(offsetof(mnemo_search_options, nprobe) == 96, "options grow at their end");
+static_assert(offsetof(mnemo_search_options, where) == 104, "options grow at their end");
 
 void need_ids_valid(const uint64_t* ids, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i)
@@ -51,7 +54,7 @@ void need_finite_meta(const double* times, const float* importance, uint64_t cou
 }
 
 void store_add(mnemo_store* store, const uint64_t* ids, const void* vectors, int32_t vectors_dtype, uint64_t count,
-               const double* times, const float* importance) {
+               const double* times, const float* importance, const FieldsIn* fields = nullptr) {
   Store& s = cabi::store_of(store);
   const DType vdt = cabi::storage_dtype(vectors_dtype, "vectors_dtype");
   if (vdt != DType::f32 && vdt != s.dtype())
@@ -68,7 +71,7 @@ void store_add(mnemo_store* store, const uint64_t* ids, const void* vectors, int
   cabi::need_finite(s.runtime(), vectors, vdt, elems, "vectors");
   if (vdt == DType::f32) need_finite_in(s.runtime(), vectors, s.dtype(), elems);
   need_finite_meta(times, importance, count);
-  s.add(ids, vectors, vdt, count, times, importance);
+  s.add(ids, vectors, vdt, count, times, importance, fields);
 }
 
 mnemo_store* wrap(std::unique_ptr<Store> s) {
@@ -111,6 +114,17 @@ MNEMO_API mnemo_status mnemo_store_add_memories(mnemo_store* store, const uint64
                                                 const float* importance) {
   return cabi::guarded("mnemo_store_add_memories",
                        [&] { store_add(store, ids, vectors, vectors_dtype, count, times, importance); });
+}
+
+MNEMO_API mnemo_status mnemo_store_add_with_fields(mnemo_store* store, const uint64_t* ids, const void* vectors,
+                                                   int32_t vectors_dtype, uint64_t count, const double* times,
+                                                   const float* importance, const mnemo_memory_fields* fields) {
+  return cabi::guarded("mnemo_store_add_with_fields", [&] {
+    cabi::store_of(store);
+    std::vector<FieldsIn> in;
+    if (fields && count > 0) in = cabi::fields_in(fields, count);
+    store_add(store, ids, vectors, vectors_dtype, count, times, importance, fields && count > 0 ? in.data() : nullptr);
+  });
 }
 
 MNEMO_API mnemo_status mnemo_store_remove(mnemo_store* store, const uint64_t* ids, uint64_t count, uint64_t* removed) {
@@ -319,6 +333,28 @@ void store_search(const mnemo_store* store, const float* queries, uint64_t nq, u
       fail(Code::invalid_argument,
            "opts->filter_kind = " + std::to_string(o.filter_kind) + " is not a mnemo_filter_kind");
   }
+  if (o.where) f.where = &o.where->filter, f.where->root();
+  std::vector<const Filter*> each;
+  if (o.where_each && nq > 0) {
+    checked_bytes(checked_mul(nq, sizeof(void*), "opts->where_each"), "opts->where_each");
+    each.resize(nq);
+    for (uint64_t i = 0; i < nq; ++i) {
+      each[i] = o.where_each[i] ? &o.where_each[i]->filter : nullptr;
+      if (each[i]) each[i]->root();  // an empty filter is refused before the search
+    }
+    // Queries without a filter of their own take `where` (or none): one
+    // all-pass filter stands in for them.
+    f.each = each.data();
+  }
+  static const Filter kAll = [] {
+    Filter a;
+    FilterNode n;
+    n.kind = NodeKind::all_of;
+    a.add(std::move(n));
+    return a;
+  }();
+  for (auto& e : each)
+    if (!e) e = &kAll;
   cabi::need_data(queries, "queries");
   cabi::need_data(ids, "ids");
   cabi::need_data(scores, "scores");

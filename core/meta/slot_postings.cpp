@@ -1,0 +1,157 @@
+#include "slot_postings.h"
+
+#include <cmath>
+
+namespace mnemo {
+
+namespace {
+
+SlotPostings::Kind kind_of(ValueType t) {
+  switch (t) {
+    case ValueType::boolean: return SlotPostings::boolean;
+    case ValueType::str: return SlotPostings::text_kind;
+    default: return SlotPostings::number;
+  }
+}
+
+}  // namespace
+
+void SlotPostings::add(uint32_t slot, const Record& r) {
+  for (uint32_t t : r.tags) tags_[t].add(slot);
+  if (r.ns) {
+    ns_[r.ns].add(slot);
+    any_ns_.add(slot);
+  }
+  for (const auto& [name, v] : r.attrs) {
+    has_[key(name, any)].add(slot);
+    has_[key(name, kind_of(v.type))].add(slot);
+    switch (v.type) {
+      case ValueType::i64: numbers_[name].ints.emplace(v.i, slot); break;
+      case ValueType::f64: numbers_[name].reals.emplace(v.d, slot); break;
+      case ValueType::boolean: flags_[key(name, v.i ? 1 : 0)].add(slot); break;
+      case ValueType::str: text_[key(name, v.s)].add(slot); break;
+      case ValueType::none: break;
+    }
+  }
+}
+
+void SlotPostings::remove(uint32_t slot, const Record& r) {
+  for (uint32_t t : r.tags) tags_[t].remove(slot);
+  if (r.ns) {
+    ns_[r.ns].remove(slot);
+    any_ns_.remove(slot);
+  }
+  for (const auto& [name, v] : r.attrs) {
+    has_[key(name, any)].remove(slot);
+    has_[key(name, kind_of(v.type))].remove(slot);
+    switch (v.type) {
+      case ValueType::i64: numbers_[name].ints.erase({v.i, slot}); break;
+      case ValueType::f64: numbers_[name].reals.erase({v.d, slot}); break;
+      case ValueType::boolean: flags_[key(name, v.i ? 1 : 0)].remove(slot); break;
+      case ValueType::str: text_[key(name, v.s)].remove(slot); break;
+      case ValueType::none: break;
+    }
+  }
+}
+
+void SlotPostings::clear() {
+  tags_.clear();
+  ns_.clear();
+  has_.clear();
+  text_.clear();
+  flags_.clear();
+  numbers_.clear();
+  any_ns_ = Roaring();
+}
+
+std::vector<uint32_t> SlotPostings::text_values(uint32_t name) const {
+  std::vector<uint32_t> out;
+  for (const auto& [k, set] : text_)
+    if (static_cast<uint32_t>(k >> 32) == name && !set.isEmpty()) out.push_back(static_cast<uint32_t>(k));
+  return out;
+}
+
+int compare_numbers(const ValueIn& a, const ValueIn& b) {
+  // long double holds every int64 and every double exactly (x86's 64-bit
+  // significand), so mixed comparisons are exact.
+  const long double x = a.type == ValueType::i64 ? static_cast<long double>(a.i) : a.d;
+  const long double y = b.type == ValueType::i64 ? static_cast<long double>(b.i) : b.d;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+namespace {
+
+template <class T>
+bool in_range(T v, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) {
+  ValueIn x;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    x.type = ValueType::i64;
+    x.i = v;
+  } else {
+    x.type = ValueType::f64;
+    x.d = v;
+  }
+  if (lo) {
+    const int c = compare_numbers(x, *lo);
+    if (c < 0 || (c == 0 && !lo_incl)) return false;
+  }
+  if (hi) {
+    const int c = compare_numbers(x, *hi);
+    if (c > 0 || (c == 0 && !hi_incl)) return false;
+  }
+  return true;
+}
+
+// The first element of `s` whose value may be >= lo: started one step
+// below the rounded bound, then walked up by the exact test.
+template <class T>
+auto first_from(const std::set<std::pair<T, uint32_t>>& s, const ValueIn* lo) {
+  if (!lo) return s.begin();
+  const long double b = lo->type == ValueType::i64 ? static_cast<long double>(lo->i) : lo->d;
+  T start;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (b <= static_cast<long double>(INT64_MIN)) return s.begin();
+    if (b > static_cast<long double>(INT64_MAX)) return s.end();
+    start = static_cast<int64_t>(std::floor(b));
+    if (start > INT64_MIN) --start;
+  } else {
+    start = std::nextafter(static_cast<double>(b), -INFINITY);
+  }
+  return s.lower_bound({start, 0});
+}
+
+}  // namespace
+
+Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi,
+                              bool hi_incl) const {
+  Roaring out;
+  auto it = numbers_.find(name);
+  if (it == numbers_.end()) return out;
+  auto walk = [&](const auto& set) {
+    for (auto e = first_from(set, lo); e != set.end(); ++e) {
+      if (in_range(e->first, lo, lo_incl, hi, hi_incl)) {
+        out.add(e->second);
+        continue;
+      }
+      // Below the lower bound (the start is one step early): go on;
+      // past the upper bound: stop.
+      if (hi) {
+        ValueIn x;
+        if constexpr (std::is_same_v<std::decay_t<decltype(e->first)>, int64_t>) {
+          x.type = ValueType::i64;
+          x.i = e->first;
+        } else {
+          x.type = ValueType::f64;
+          x.d = e->first;
+        }
+        const int c = compare_numbers(x, *hi);
+        if (c > 0 || (c == 0 && !hi_incl)) break;
+      }
+    }
+  };
+  walk(it->second.ints);
+  walk(it->second.reals);
+  return out;
+}
+
+}  // namespace mnemo

@@ -1,0 +1,67 @@
+// Postings of one store's (or shard's) slots, derived from its records:
+// per tag, per namespace and per attribute name (presence) a sorted slot
+// set (CRoaring); per string or bool attribute value another; per numeric
+// attribute an ordered index of (value, slot). The sizes of the sets are the
+// filter planner's cardinality estimate. Slots renumbered by a compaction or
+// an index layout make the postings stale: the store then rebuilds them
+// from the records before the next filtered read.
+#pragma once
+
+#include <roaring/roaring.hh>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fields.h"
+
+namespace mnemo {
+
+class SlotPostings {
+ public:
+  void add(uint32_t slot, const Record& r);
+  void remove(uint32_t slot, const Record& r);
+  void clear();
+  // nullptr when nothing holds it.
+  const Roaring* tag(uint32_t tag) const { return find(tags_, tag); }
+  const Roaring* ns(uint32_t ns) const { return find(ns_, ns); }
+  // Slots holding the attribute: with any value, or of one kind.
+  enum Kind : uint32_t { any = 0, number = 1, boolean = 2, text_kind = 3 };
+  const Roaring* has(uint32_t name, Kind kind = any) const { return find(has_, key(name, kind)); }
+  // String values (pool id) and bools (0/1) of an attribute.
+  const Roaring* text(uint32_t name, uint32_t s) const { return find(text_, key(name, s)); }
+  const Roaring* flag(uint32_t name, bool b) const { return find(flags_, key(name, b ? 1 : 0)); }
+  // Slots whose numeric value v of `name` lies in the range: lo/hi are the
+  // bounds (ValueIn of type i64 or f64, or none for open), inclusive or not.
+  Roaring numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const;
+  // Slots with any namespace / with fields at all.
+  const Roaring& any_ns() const { return any_ns_; }
+  // Distinct namespaces in use and their slot counts.
+  const std::unordered_map<uint32_t, Roaring>& namespaces() const { return ns_; }
+  // The string values (pool ids) an attribute holds.
+  std::vector<uint32_t> text_values(uint32_t name) const;
+
+ private:
+  static uint64_t key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+  template <class K>
+  static const Roaring* find(const std::unordered_map<K, Roaring>& m, K k) {
+    auto it = m.find(k);
+    return it == m.end() || it->second.isEmpty() ? nullptr : &it->second;
+  }
+  struct Numbers {
+    std::set<std::pair<int64_t, uint32_t>> ints;
+    std::set<std::pair<double, uint32_t>> reals;
+  };
+  std::unordered_map<uint32_t, Roaring> tags_, ns_;
+  std::unordered_map<uint64_t, Roaring> has_, text_, flags_;
+  std::unordered_map<uint32_t, Numbers> numbers_;
+  Roaring any_ns_;
+};
+
+// Exact comparison of two numbers that may be int64 or double (-1, 0, 1).
+int compare_numbers(const ValueIn& a, const ValueIn& b);
+
+}  // namespace mnemo

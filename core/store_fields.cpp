@@ -1,0 +1,360 @@
+// What memories hold besides their vectors (keys, namespaces, tags,
+// attributes, payloads) and the searches filtered by them: resolving and
+// writing fields, the postings, reads, selections and filtered searches.
+#include <algorithm>
+#include <map>
+
+#include "error.h"
+#include "meta/fields_codec.h"
+#include "store.h"
+
+namespace mnemo {
+
+std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count) {
+  FieldTables& t = *tables_;
+  std::vector<FieldWrite> out(count);
+  std::unordered_map<std::string, uint64_t> claimed;
+  for (uint64_t i = 0; i < count; ++i) {
+    const FieldsIn& f = fields[i];
+    FieldWrite& w = out[i];
+    w.set = f.set;
+    if (const Record* old = record_of(ids[i])) w.old_key = old->key;
+    if ((f.set & kFieldKey) && !f.key.empty()) {
+      auto it = t.key_ids.find(f.key);
+      if (it != t.key_ids.end() && it->second != ids[i])
+        fail(Code::invalid_argument, "fields[" + std::to_string(i) + "].key '" + f.key + "' is held by memory " +
+                                         std::to_string(it->second));
+      const auto [c, fresh] = claimed.emplace(f.key, ids[i]);
+      if (!fresh && c->second != ids[i])
+        fail(Code::invalid_argument, "fields[" + std::to_string(i) + "].key '" + f.key + "' is also given to id " +
+                                         std::to_string(c->second) + " in this call");
+      w.rec.key = f.key;
+    }
+    if ((f.set & kFieldNamespace) && !f.ns.empty()) {
+      std::vector<uint32_t> parts;
+      for (const auto& p : f.ns) parts.push_back(t.pool.intern(p));
+      w.rec.ns = t.namespaces.intern(parts);
+    }
+    if (f.set & kFieldTags) {
+      for (const auto& g : f.tags) w.rec.tags.push_back(t.pool.intern(g));
+      std::sort(w.rec.tags.begin(), w.rec.tags.end());
+      w.rec.tags.erase(std::unique(w.rec.tags.begin(), w.rec.tags.end()), w.rec.tags.end());
+    }
+    if (f.set & kFieldAttributes) {
+      std::map<uint32_t, Value> by_name;  // a name given twice keeps its last value
+      for (const auto& [name, v] : f.attrs) {
+        Value x;
+        x.type = v.type;
+        x.i = v.i;
+        x.d = v.d;
+        if (v.type == ValueType::str) x.s = t.pool.intern(v.s);
+        by_name[t.pool.intern(name)] = x;
+      }
+      w.rec.attrs.assign(by_name.begin(), by_name.end());
+    }
+    if (f.set & kFieldPayload) w.rec.payload = f.payload;
+  }
+  return out;
+}
+
+void Store::note_keys_locked(const uint64_t* ids, const std::vector<FieldWrite>& w) {
+  auto& keys = tables_->key_ids;
+  std::unordered_map<uint64_t, size_t> last;  // a repeated id: its last entry is what it holds
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w[i].set & kFieldKey) last[ids[i]] = i;
+  for (const auto& [id, i] : last) {
+    auto it = keys.find(w[i].old_key);
+    if (it != keys.end() && it->second == id) keys.erase(it);
+  }
+  for (const auto& [id, i] : last)
+    if (!w[i].rec.key.empty()) keys[w[i].rec.key] = id;
+}
+
+const Record* Store::record_of(uint64_t id) const {
+  if (!shards_.empty()) {
+    const size_t o = owner_of(id);
+    return o < shards_.size() ? shards_[o]->record_of(id) : nullptr;
+  }
+  const auto* e = slot_of_.find(id);
+  return e && e->second < recs_.size() ? recs_[e->second].get() : nullptr;
+}
+
+void Store::write_fields_locked(uint64_t slot, const FieldWrite& w) {
+  if (w.set == 0) return;
+  auto& r = recs_[slot];
+  const auto s32 = static_cast<uint32_t>(slot);
+  if (r)
+    postings_.remove(s32, *r);
+  else
+    r = std::make_unique<Record>();
+  if (w.set & kFieldKey) r->key = w.rec.key;
+  if (w.set & kFieldNamespace) r->ns = w.rec.ns;
+  if (w.set & kFieldTags) r->tags = w.rec.tags;
+  if (w.set & kFieldAttributes) r->attrs = w.rec.attrs;
+  if (w.set & kFieldPayload) r->payload = w.rec.payload;
+  if (r->empty())
+    r.reset();
+  else
+    postings_.add(s32, *r);
+}
+
+void Store::drop_fields_locked(uint64_t slot) {
+  if (slot >= recs_.size() || !recs_[slot]) return;
+  postings_.remove(static_cast<uint32_t>(slot), *recs_[slot]);
+  recs_[slot].reset();
+}
+
+void Store::rebuild_postings_locked() {
+  postings_.clear();
+  for (uint64_t s = 0; s < recs_.size(); ++s)
+    if (recs_[s] && slot_ids_[s] != kNoId) postings_.add(static_cast<uint32_t>(s), *recs_[s]);
+}
+
+FilterScope Store::scope_locked() const {
+  FilterScope sc;
+  sc.pool = &tables_->pool;
+  sc.namespaces = &tables_->namespaces;
+  sc.postings = &postings_;
+  sc.slots = slot_ids_.size();
+  sc.slot_ids = slot_ids_.data();
+  sc.times = times_.data();
+  sc.importance = importance_.data();
+  sc.slot_of = &slot_of_;
+  sc.key_ids = &tables_->key_ids;
+  return sc;
+}
+
+void Store::update_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count) {
+  auto lock = write_lock();
+  for (uint64_t i = 0; i < count; ++i)
+    if (!record_of(ids[i]) && (shards_.empty() ? !slot_of_.count(ids[i]) : owner_of(ids[i]) == shards_.size()))
+      fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
+  if (count == 0) return;
+  const auto w = resolve_fields(ids, fields, count);
+  set_fields_locked(ids, w, true, fields);
+}
+
+void Store::set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal,
+                              const FieldsIn* given) {
+  if (journal && journal_) {
+    std::string blob;
+    for (uint64_t i = 0; i < w.size(); ++i) encode_fields(given[i], blob);
+    journal_->append(JournalOp::set_fields, w.size(), DType::f32, ids, blob.data(), blob.size());
+  }
+  for (uint64_t i = 0; i < w.size(); ++i) {
+    Store* owner = this;
+    if (!shards_.empty()) owner = shards_[owner_of(ids[i])].get();
+    owner->write_fields_locked(owner->slot_of_.at(ids[i]), w[i]);
+  }
+  note_keys_locked(ids, w);
+}
+
+void Store::ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) const {
+  auto lock = read_lock();
+  for (uint64_t i = 0; i < count; ++i) {
+    auto it = tables_->key_ids.find(keys[i]);
+    ids[i] = it == tables_->key_ids.end() ? kNoId : it->second;
+  }
+}
+
+std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count) const {
+  auto lock = read_lock();
+  const FieldTables& t = *tables_;
+  std::vector<FieldsOut> out(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const Store* owner = this;
+    if (!shards_.empty()) {
+      const size_t o = owner_of(ids[i]);
+      if (o == shards_.size()) continue;
+      owner = shards_[o].get();
+    }
+    const auto* e = owner->slot_of_.find(ids[i]);
+    if (!e) continue;
+    FieldsOut& f = out[i];
+    f.found = true;
+    f.id = ids[i];
+    f.time = owner->times_[e->second];
+    f.importance = owner->importance_[e->second];
+    const Record* r = owner->recs_[e->second].get();
+    if (!r) continue;
+    if (!r->key.empty()) f.set |= kFieldKey, f.key = r->key;
+    if (r->ns) {
+      f.set |= kFieldNamespace;
+      for (uint32_t p : t.namespaces.path(r->ns)) f.ns.push_back(t.pool.str(p));
+    }
+    if (!r->tags.empty()) {
+      f.set |= kFieldTags;
+      for (uint32_t g : r->tags) f.tags.push_back(t.pool.str(g));
+      std::sort(f.tags.begin(), f.tags.end());  // by bytes, whatever the interning order
+    }
+    if (!r->attrs.empty()) {
+      f.set |= kFieldAttributes;
+      for (const auto& [name, v] : r->attrs) {
+        ValueIn x;
+        x.type = v.type;
+        x.i = v.i;
+        x.d = v.d;
+        if (v.type == ValueType::str) x.s = t.pool.str(v.s);
+        f.attrs.emplace_back(t.pool.str(name), std::move(x));
+      }
+      std::sort(f.attrs.begin(), f.attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    if (!r->payload.empty()) f.set |= kFieldPayload, f.payload = r->payload;
+  }
+  return out;
+}
+
+std::vector<const Store*> Store::parts() const {
+  std::vector<const Store*> out;
+  if (shards_.empty()) out.push_back(this);
+  for (const auto& sh : shards_) out.push_back(sh.get());
+  return out;
+}
+
+std::vector<uint64_t> Store::select(const Filter* f, uint64_t offset, uint64_t capacity, uint64_t* total) const {
+  auto lock = read_lock();
+  std::vector<uint64_t> ids;
+  for (const Store* p : parts()) {
+    const uint64_t* sid = p->slot_ids_.data();
+    if (!f) {
+      for (uint64_t s = 0; s < p->slot_ids_.size(); ++s)
+        if (sid[s] != kNoId) ids.push_back(sid[s]);
+      continue;
+    }
+    const Roaring r = evaluate(*f, p->scope_locked());
+    for (uint32_t s : r)
+      if (sid[s] != kNoId) ids.push_back(sid[s]);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (total) *total = ids.size();
+  const uint64_t from = std::min<uint64_t>(offset, ids.size());
+  const uint64_t n = std::min<uint64_t>(capacity, ids.size() - from);
+  return std::vector<uint64_t>(ids.begin() + from, ids.begin() + from + n);
+}
+
+std::vector<std::pair<std::vector<std::string>, uint64_t>> Store::namespaces() const {
+  auto lock = read_lock();
+  std::map<uint32_t, uint64_t> counts;
+  for (const Store* p : parts())
+    for (const auto& [ns, set] : p->postings_.namespaces())
+      if (!set.isEmpty()) counts[ns] += set.cardinality();
+  std::vector<std::pair<std::vector<std::string>, uint64_t>> out;
+  for (const auto& [ns, n] : counts) {
+    std::vector<std::string> path;
+    for (uint32_t p : tables_->namespaces.path(ns)) path.push_back(tables_->pool.str(p));
+    out.emplace_back(std::move(path), n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+FilterPlan Store::last_plan() const {
+  std::lock_guard<std::mutex> g(plan_mu_);
+  return plan_;
+}
+
+uint64_t Store::filter_bitmap_locked(const Filter* where, const Filter* each, const SearchFilter& legacy,
+                                     std::vector<uint64_t>& words) const {
+  uint64_t total = 0;
+  for (const Store* p : parts()) total += p->slot_ids_.size();
+  if (legacy.kind == FilterKind::slot_bitmap && legacy.count != total)
+    fail(Code::shape, "filter bitmap covers " + std::to_string(legacy.count) + " slots but the store has " +
+                          std::to_string(total) + " (see mnemo_store_slot_count)");
+  words.assign((total + 63) / 64, 0);
+  uint64_t matches = 0, base = 0;
+  for (const Store* p : parts()) {
+    const uint64_t slots = p->slot_ids_.size();
+    const FilterScope sc = p->scope_locked();
+    Roaring r;
+    if (where)
+      r = evaluate(*where, sc);
+    else if (slots > 0)
+      r.addRange(0, slots);
+    if (each) r &= evaluate(*each, sc);
+    if (legacy.kind == FilterKind::ids) {
+      std::vector<uint32_t> allowed;
+      for (uint64_t i = 0; i < legacy.count; ++i)
+        if (const auto* e = p->slot_of_.find(legacy.ids[i])) allowed.push_back(static_cast<uint32_t>(e->second));
+      std::sort(allowed.begin(), allowed.end());
+      r &= Roaring(allowed.size(), allowed.data());
+    }
+    const uint64_t* sid = p->slot_ids_.data();
+    for (uint32_t s : r) {
+      const uint64_t g = base + s;
+      if (sid[s] == kNoId) continue;
+      if (legacy.kind == FilterKind::slot_bitmap && !((legacy.bitmap[g >> 6] >> (g & 63)) & 1)) continue;
+      words[g >> 6] |= uint64_t{1} << (g & 63);
+      ++matches;
+    }
+    base += slots;
+  }
+  return matches;
+}
+
+namespace {
+
+// Queries whose row holds fewer results than min(k, matches).
+bool short_rows(const uint64_t* ids, uint64_t nq, uint64_t k, uint64_t matches) {
+  const uint64_t want = std::min(k, matches);
+  for (uint64_t q = 0; q < nq; ++q)
+    if (want > 0 && ids[q * k + want - 1] == kNoId) return true;
+  return false;
+}
+
+}  // namespace
+
+void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
+                         const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const {
+  FilterPlan plan;
+  std::vector<uint64_t> words;
+  uint64_t total = 0;
+  for (const Store* p : parts()) total += p->slot_ids_.size();
+  // One masked search: on an index, the lists it reads may hold fewer
+  // than k of the matches; then it is done again over every memory, so no
+  // query gets fewer than min(k, matches) results.
+  auto run = [&](const float* q, uint64_t m, uint64_t* ids, float* scores, uint64_t matches) {
+    SearchFilter f;
+    f.kind = FilterKind::slot_bitmap;
+    f.bitmap = words.data();
+    f.count = total;
+    RankOptions r = rank;
+    // Few matches: the exact scan of them reads little; an index would
+    // only skip some of them.
+    if (r.nprobe > 0 && matches * 64 <= total) r.nprobe = 0;
+    search_shared(q, m, k, f, r, ids, scores, place);
+    ++plan.searches;
+    if (r.nprobe == 0) return;
+    bool redo;
+    if (place.on_device) {
+      std::vector<uint64_t> host(m * k);
+      rt_.device_backend(Op::search).copy_to_host(host.data(), ids, host.size() * 8, place.stream);
+      redo = short_rows(host.data(), m, k, matches);
+    } else {
+      redo = short_rows(ids, m, k, matches);
+    }
+    if (!redo) return;
+    r.nprobe = 0;
+    search_shared(q, m, k, f, r, ids, scores, place);
+    ++plan.searches;
+    ++plan.widened;
+  };
+  if (!filter.each) {
+    plan.matches = filter_bitmap_locked(filter.where, nullptr, filter, words);
+    run(queries, nq, out_ids, out_scores, plan.matches);
+  } else {
+    // Each query its own filter: queries in a row naming the same filter
+    // share one search.
+    for (uint64_t q0 = 0; q0 < nq;) {
+      uint64_t q1 = q0 + 1;
+      while (q1 < nq && filter.each[q1] == filter.each[q0]) ++q1;
+      const uint64_t m = filter_bitmap_locked(filter.where, filter.each[q0], filter, words);
+      plan.matches += m;
+      run(queries + q0 * dim_, q1 - q0, out_ids + q0 * k, out_scores + q0 * k, m);
+      q0 = q1;
+    }
+  }
+  std::lock_guard<std::mutex> g(plan_mu_);
+  plan_ = plan;
+}
+
+}  // namespace mnemo
