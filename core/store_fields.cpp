@@ -22,8 +22,8 @@ std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsI
     if ((f.set & kFieldKey) && !f.key.empty()) {
       auto it = t.key_ids.find(f.key);
       if (it != t.key_ids.end() && it->second != ids[i])
-        fail(Code::invalid_argument, "fields[" + std::to_string(i) + "].key '" + f.key + "' is held by memory " +
-                                         std::to_string(it->second));
+        fail(Code::invalid_argument,
+             "fields[" + std::to_string(i) + "].key '" + f.key + "' is held by memory " + std::to_string(it->second));
       const auto [c, fresh] = claimed.emplace(f.key, ids[i]);
       if (!fresh && c->second != ids[i])
         fail(Code::invalid_argument, "fields[" + std::to_string(i) + "].key '" + f.key + "' is also given to id " +

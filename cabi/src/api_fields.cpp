@@ -73,12 +73,13 @@ std::vector<FieldsIn> fields_in(const mnemo_memory_fields* fields, uint64_t coun
     const mnemo_memory_fields& f = fields[i];
     const std::string at = "fields[" + std::to_string(i) + "]";
     if (f.struct_size != kFieldsV1)
-      fail(Code::invalid_argument, at + ".struct_size must be sizeof(mnemo_memory_fields) (" +
-                                       std::to_string(kFieldsV1) + ")");
+      fail(Code::invalid_argument,
+           at + ".struct_size must be sizeof(mnemo_memory_fields) (" + std::to_string(kFieldsV1) + ")");
     if (f.reserved0 != 0) fail(Code::invalid_argument, at + ".reserved0 must be zero");
     FieldsIn& o = out[i];
     o.set = f.set;
-    if (f.set & ~uint32_t{MNEMO_FIELD_ALL}) fail(Code::invalid_argument, at + ".set holds bits other than MNEMO_FIELD_*");
+    if (f.set & ~uint32_t{MNEMO_FIELD_ALL})
+      fail(Code::invalid_argument, at + ".set holds bits other than MNEMO_FIELD_*");
     if ((f.set & MNEMO_FIELD_KEY) && f.key) o.key = c_string(f.key, kMaxKeyBytes, at + ".key");
     if (f.set & MNEMO_FIELD_NAMESPACE) {
       if (f.namespace_depth > kMaxNamespaceDepth)
@@ -192,8 +193,8 @@ MNEMO_API mnemo_status mnemo_records_get(const mnemo_records* records, uint64_t 
     cabi::need_nonnull(records, "records");
     cabi::need_nonnull(found, "found");
     if (i >= records->rows.size())
-      fail(Code::out_of_range, "i = " + std::to_string(i) + " but the records hold " +
-                                   std::to_string(records->rows.size()));
+      fail(Code::out_of_range,
+           "i = " + std::to_string(i) + " but the records hold " + std::to_string(records->rows.size()));
     if (fields && fields->struct_size < sizeof(mnemo_memory_fields))
       fail(Code::invalid_argument, "fields->struct_size is smaller than sizeof(mnemo_memory_fields)");
     const FieldsOut& f = records->rows[i];

@@ -61,8 +61,7 @@ MNEMO_API void mnemo_filter_destroy(mnemo_filter* filter) { delete filter; }
 MNEMO_API mnemo_status mnemo_filter_namespace(mnemo_filter* f, int32_t op, const char* const* parts, uint32_t depth,
                                               uint32_t* node) {
   return build("mnemo_filter_namespace", f, node, [&] {
-    if (depth > MNEMO_MAX_NAMESPACE_DEPTH)
-      fail(Code::invalid_argument, "depth is above MNEMO_MAX_NAMESPACE_DEPTH");
+    if (depth > MNEMO_MAX_NAMESPACE_DEPTH) fail(Code::invalid_argument, "depth is above MNEMO_MAX_NAMESPACE_DEPTH");
     FilterNode n = node_of(NodeKind::ns, op);
     n.strs = strings(parts, depth, "parts");
     return n;

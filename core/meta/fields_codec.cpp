@@ -109,7 +109,9 @@ FieldsIn decode_fields(const unsigned char* data, uint64_t size, uint64_t& at) {
 }
 
 void check_fields(const FieldsIn& f, const std::string& where, bool corrupt) {
-  auto bad = [&](const std::string& what) { fail(corrupt ? Code::corrupt : Code::invalid_argument, where + ": " + what); };
+  auto bad = [&](const std::string& what) {
+    fail(corrupt ? Code::corrupt : Code::invalid_argument, where + ": " + what);
+  };
   if (f.set & ~uint32_t{kFieldAll}) bad("set holds bits other than MNEMO_FIELD_*");
   if (f.key.size() > kMaxKeyBytes) bad("the key is longer than MNEMO_MAX_KEY_BYTES");
   if (f.ns.size() > kMaxNamespaceDepth) bad("the namespace is deeper than MNEMO_MAX_NAMESPACE_DEPTH");

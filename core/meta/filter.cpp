@@ -49,7 +49,8 @@ uint32_t Filter::add(FilterNode n) {
   if (nodes_.size() >= 65536) bad("a filter holds at most MNEMO_MAX_FILTER_NODES (65536) nodes");
   switch (n.kind) {
     case NodeKind::ns:
-      if (n.op != FilterOp::ns_eq && n.op != FilterOp::ns_under) bad("a namespace takes NAMESPACE_EQ or NAMESPACE_UNDER");
+      if (n.op != FilterOp::ns_eq && n.op != FilterOp::ns_under)
+        bad("a namespace takes NAMESPACE_EQ or NAMESPACE_UNDER");
       break;
     case NodeKind::tags:
       if (n.op != FilterOp::any && n.op != FilterOp::all) bad("tags take ANY or ALL");
@@ -67,7 +68,8 @@ uint32_t Filter::add(FilterNode n) {
     case NodeKind::negate:
       for (uint32_t c : n.children)
         if (c >= nodes_.size())
-          bad("child node " + std::to_string(c) + " does not exist (" + std::to_string(nodes_.size()) + " nodes built)");
+          bad("child node " + std::to_string(c) + " does not exist (" + std::to_string(nodes_.size()) +
+              " nodes built)");
       break;
     default: break;
   }

@@ -3,9 +3,8 @@
 // evaluation over one store's (or shard's) slots from their postings.
 #pragma once
 
-#include <roaring/roaring.hh>
-
 #include <cstdint>
+#include <roaring/roaring.hh>
 #include <string>
 #include <unordered_map>
 #include <vector>

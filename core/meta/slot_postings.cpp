@@ -122,8 +122,7 @@ auto first_from(const std::set<std::pair<T, uint32_t>>& s, const ValueIn* lo) {
 
 }  // namespace
 
-Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi,
-                              bool hi_incl) const {
+Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const {
   Roaring out;
   auto it = numbers_.find(name);
   if (it == numbers_.end()) return out;

@@ -7,10 +7,9 @@
 // from the records before the next filtered read.
 #pragma once
 
-#include <roaring/roaring.hh>
-
 #include <cstdint>
 #include <memory>
+#include <roaring/roaring.hh>
 #include <set>
 #include <unordered_map>
 #include <utility>
