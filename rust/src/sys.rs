@@ -10,8 +10,16 @@ pub const MNEMO_ABI_VERSION: u32 = 1;
 pub const MNEMO_ALIGNMENT: u32 = 16;
 pub const MNEMO_MAX_SHARDS: u32 = 64;
 pub const MNEMO_ALL_DEVICES: u32 = 4294967295;
+pub const MNEMO_MAX_KEY_BYTES: u32 = 1024;
+pub const MNEMO_MAX_NAME_BYTES: u32 = 1024;
+pub const MNEMO_MAX_NAMESPACE_DEPTH: u32 = 32;
+pub const MNEMO_MAX_TAGS: u32 = 1024;
+pub const MNEMO_MAX_ATTRIBUTES: u32 = 256;
+pub const MNEMO_MAX_PAYLOAD_BYTES: u32 = 16777216;
+pub const MNEMO_MAX_FILTER_NODES: u32 = 65536;
 pub type __int32_t = ::std::os::raw::c_int;
 pub type __uint32_t = ::std::os::raw::c_uint;
+pub type __int64_t = ::std::os::raw::c_long;
 pub type __uint64_t = ::std::os::raw::c_ulong;
 pub type mnemo_status = i32;
 pub const MNEMO_OK: mnemo_status_code = 0;
@@ -687,6 +695,617 @@ extern "C" {
         biases: *mut f32,
     ) -> mnemo_status;
 }
+pub const MNEMO_VALUE_INT: mnemo_value_type = 1;
+pub const MNEMO_VALUE_DOUBLE: mnemo_value_type = 2;
+pub const MNEMO_VALUE_BOOL: mnemo_value_type = 3;
+pub const MNEMO_VALUE_STRING: mnemo_value_type = 4;
+pub type mnemo_value_type = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_value {
+    pub type_: i32,
+    pub reserved: u32,
+    pub i: i64,
+    pub d: f64,
+    pub s: *const ::std::os::raw::c_char,
+}
+#[test]
+fn bindgen_test_layout_mnemo_value() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_value>(),
+        32usize,
+        concat!("Size of: ", stringify!(mnemo_value))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_value>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_value))
+    );
+    fn test_field_type() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_value>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).type_) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_value),
+                "::",
+                stringify!(type_)
+            )
+        );
+    }
+    test_field_type();
+    fn test_field_reserved() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_value>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_value),
+                "::",
+                stringify!(reserved)
+            )
+        );
+    }
+    test_field_reserved();
+    fn test_field_i() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_value>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).i) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_value),
+                "::",
+                stringify!(i)
+            )
+        );
+    }
+    test_field_i();
+    fn test_field_d() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_value>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).d) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_value),
+                "::",
+                stringify!(d)
+            )
+        );
+    }
+    test_field_d();
+    fn test_field_s() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_value>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).s) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_value),
+                "::",
+                stringify!(s)
+            )
+        );
+    }
+    test_field_s();
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_attribute {
+    pub name: *const ::std::os::raw::c_char,
+    pub value: mnemo_value,
+}
+#[test]
+fn bindgen_test_layout_mnemo_attribute() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_attribute>(),
+        40usize,
+        concat!("Size of: ", stringify!(mnemo_attribute))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_attribute>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_attribute))
+    );
+    fn test_field_name() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_attribute>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).name) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_attribute),
+                "::",
+                stringify!(name)
+            )
+        );
+    }
+    test_field_name();
+    fn test_field_value() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_attribute>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).value) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_attribute),
+                "::",
+                stringify!(value)
+            )
+        );
+    }
+    test_field_value();
+}
+pub const MNEMO_FIELD_KEY: mnemo_field_bits = 1;
+pub const MNEMO_FIELD_NAMESPACE: mnemo_field_bits = 2;
+pub const MNEMO_FIELD_TAGS: mnemo_field_bits = 4;
+pub const MNEMO_FIELD_ATTRIBUTES: mnemo_field_bits = 8;
+pub const MNEMO_FIELD_PAYLOAD: mnemo_field_bits = 16;
+pub const MNEMO_FIELD_ALL: mnemo_field_bits = 31;
+pub type mnemo_field_bits = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_memory_fields {
+    pub struct_size: u32,
+    pub set: u32,
+    pub key: *const ::std::os::raw::c_char,
+    pub namespace_parts: *const *const ::std::os::raw::c_char,
+    pub namespace_depth: u32,
+    pub tag_count: u32,
+    pub tags: *const *const ::std::os::raw::c_char,
+    pub attributes: *const mnemo_attribute,
+    pub attribute_count: u32,
+    pub reserved0: u32,
+    pub payload: *const ::std::os::raw::c_void,
+    pub payload_bytes: u64,
+}
+#[test]
+fn bindgen_test_layout_mnemo_memory_fields() {
+    assert_eq!(
+        ::std::mem::size_of::<mnemo_memory_fields>(),
+        72usize,
+        concat!("Size of: ", stringify!(mnemo_memory_fields))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<mnemo_memory_fields>(),
+        8usize,
+        concat!("Alignment of ", stringify!(mnemo_memory_fields))
+    );
+    fn test_field_struct_size() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).struct_size) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(struct_size)
+            )
+        );
+    }
+    test_field_struct_size();
+    fn test_field_set() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).set) as usize - ptr as usize
+            },
+            4usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(set)
+            )
+        );
+    }
+    test_field_set();
+    fn test_field_key() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).key) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(key)
+            )
+        );
+    }
+    test_field_key();
+    fn test_field_namespace_parts() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).namespace_parts) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(namespace_parts)
+            )
+        );
+    }
+    test_field_namespace_parts();
+    fn test_field_namespace_depth() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).namespace_depth) as usize - ptr as usize
+            },
+            24usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(namespace_depth)
+            )
+        );
+    }
+    test_field_namespace_depth();
+    fn test_field_tag_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).tag_count) as usize - ptr as usize
+            },
+            28usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(tag_count)
+            )
+        );
+    }
+    test_field_tag_count();
+    fn test_field_tags() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).tags) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(tags)
+            )
+        );
+    }
+    test_field_tags();
+    fn test_field_attributes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).attributes) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(attributes)
+            )
+        );
+    }
+    test_field_attributes();
+    fn test_field_attribute_count() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).attribute_count) as usize - ptr as usize
+            },
+            48usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(attribute_count)
+            )
+        );
+    }
+    test_field_attribute_count();
+    fn test_field_reserved0() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved0) as usize - ptr as usize
+            },
+            52usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(reserved0)
+            )
+        );
+    }
+    test_field_reserved0();
+    fn test_field_payload() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).payload) as usize - ptr as usize
+            },
+            56usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(payload)
+            )
+        );
+    }
+    test_field_payload();
+    fn test_field_payload_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_memory_fields>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).payload_bytes) as usize - ptr as usize
+            },
+            64usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_memory_fields),
+                "::",
+                stringify!(payload_bytes)
+            )
+        );
+    }
+    test_field_payload_bytes();
+}
+extern "C" {
+    pub fn mnemo_memory_fields_default() -> mnemo_memory_fields;
+}
+extern "C" {
+    pub fn mnemo_store_add_with_fields(
+        store: *mut mnemo_store,
+        ids: *const u64,
+        vectors: *const ::std::os::raw::c_void,
+        vectors_dtype: i32,
+        count: u64,
+        times: *const f64,
+        importance: *const f32,
+        fields: *const mnemo_memory_fields,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_update_fields(
+        store: *mut mnemo_store,
+        ids: *const u64,
+        fields: *const mnemo_memory_fields,
+        count: u64,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_ids_of_keys(
+        store: *const mnemo_store,
+        keys: *const *const ::std::os::raw::c_char,
+        count: u64,
+        ids: *mut u64,
+    ) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_records {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn mnemo_store_read(
+        store: *const mnemo_store,
+        ids: *const u64,
+        count: u64,
+        out: *mut *mut mnemo_records,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_records_destroy(records: *mut mnemo_records);
+}
+extern "C" {
+    pub fn mnemo_records_count(records: *const mnemo_records) -> u64;
+}
+extern "C" {
+    pub fn mnemo_records_get(
+        records: *const mnemo_records,
+        i: u64,
+        found: *mut u32,
+        id: *mut u64,
+        fields: *mut mnemo_memory_fields,
+        time: *mut f64,
+        importance: *mut f32,
+    ) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_filter {
+    _unused: [u8; 0],
+}
+pub const MNEMO_OP_EQ: mnemo_filter_op = 1;
+pub const MNEMO_OP_NE: mnemo_filter_op = 2;
+pub const MNEMO_OP_LT: mnemo_filter_op = 3;
+pub const MNEMO_OP_LE: mnemo_filter_op = 4;
+pub const MNEMO_OP_GT: mnemo_filter_op = 5;
+pub const MNEMO_OP_GE: mnemo_filter_op = 6;
+pub const MNEMO_OP_IN: mnemo_filter_op = 7;
+pub const MNEMO_OP_NOT_IN: mnemo_filter_op = 8;
+pub const MNEMO_OP_BETWEEN: mnemo_filter_op = 9;
+pub const MNEMO_OP_EXISTS: mnemo_filter_op = 10;
+pub const MNEMO_OP_ANY: mnemo_filter_op = 11;
+pub const MNEMO_OP_ALL: mnemo_filter_op = 12;
+pub const MNEMO_OP_NAMESPACE_EQ: mnemo_filter_op = 13;
+pub const MNEMO_OP_NAMESPACE_UNDER: mnemo_filter_op = 14;
+pub type mnemo_filter_op = ::std::os::raw::c_uint;
+extern "C" {
+    pub fn mnemo_filter_create(out: *mut *mut mnemo_filter) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_destroy(filter: *mut mnemo_filter);
+}
+extern "C" {
+    pub fn mnemo_filter_namespace(
+        f: *mut mnemo_filter,
+        op: i32,
+        parts: *const *const ::std::os::raw::c_char,
+        depth: u32,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_tags(
+        f: *mut mnemo_filter,
+        op: i32,
+        tags: *const *const ::std::os::raw::c_char,
+        count: u32,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_attribute(
+        f: *mut mnemo_filter,
+        name: *const ::std::os::raw::c_char,
+        op: i32,
+        values: *const mnemo_value,
+        count: u32,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_keys(
+        f: *mut mnemo_filter,
+        keys: *const *const ::std::os::raw::c_char,
+        count: u64,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_ids(
+        f: *mut mnemo_filter,
+        ids: *const u64,
+        count: u64,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_time(
+        f: *mut mnemo_filter,
+        lo: f64,
+        hi: f64,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_importance(
+        f: *mut mnemo_filter,
+        lo: f64,
+        hi: f64,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_and(
+        f: *mut mnemo_filter,
+        children: *const u32,
+        count: u32,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_or(
+        f: *mut mnemo_filter,
+        children: *const u32,
+        count: u32,
+        node: *mut u32,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_not(f: *mut mnemo_filter, child: u32, node: *mut u32) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_filter_set_root(f: *mut mnemo_filter, node: u32) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_store_select(
+        store: *const mnemo_store,
+        filter: *const mnemo_filter,
+        offset: u64,
+        capacity: u64,
+        ids: *mut u64,
+        written: *mut u64,
+        total: *mut u64,
+    ) -> mnemo_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct mnemo_namespaces {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn mnemo_store_namespaces(
+        store: *const mnemo_store,
+        out: *mut *mut mnemo_namespaces,
+    ) -> mnemo_status;
+}
+extern "C" {
+    pub fn mnemo_namespaces_destroy(list: *mut mnemo_namespaces);
+}
+extern "C" {
+    pub fn mnemo_namespaces_count(list: *const mnemo_namespaces) -> u64;
+}
+extern "C" {
+    pub fn mnemo_namespaces_get(
+        list: *const mnemo_namespaces,
+        i: u64,
+        parts: *mut *const *const ::std::os::raw::c_char,
+        depth: *mut u32,
+        memories: *mut u64,
+    ) -> mnemo_status;
+}
 pub const MNEMO_FILTER_NONE: mnemo_filter_kind = 0;
 pub const MNEMO_FILTER_IDS: mnemo_filter_kind = 1;
 pub const MNEMO_FILTER_SLOT_BITMAP: mnemo_filter_kind = 2;
@@ -714,12 +1333,14 @@ pub struct mnemo_search_options {
     pub device_status: *mut i32,
     pub nprobe: u32,
     pub reserved2: u32,
+    pub where_: *const mnemo_filter,
+    pub where_each: *const *const mnemo_filter,
 }
 #[test]
 fn bindgen_test_layout_mnemo_search_options() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_search_options>(),
-        104usize,
+        120usize,
         concat!("Size of: ", stringify!(mnemo_search_options))
     );
     assert_eq!(
@@ -1067,6 +1688,40 @@ fn bindgen_test_layout_mnemo_search_options() {
         );
     }
     test_field_reserved2();
+    fn test_field_where() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).where_) as usize - ptr as usize
+            },
+            104usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(where_)
+            )
+        );
+    }
+    test_field_where();
+    fn test_field_where_each() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_search_options>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).where_each) as usize - ptr as usize
+            },
+            112usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_search_options),
+                "::",
+                stringify!(where_each)
+            )
+        );
+    }
+    test_field_where_each();
 }
 extern "C" {
     pub fn mnemo_search_options_default() -> mnemo_search_options;
