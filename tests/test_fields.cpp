@@ -685,3 +685,57 @@ TEST(Fields, ShardedStoresKeepFieldsAndFilterEveryShard) {
 }
 
 }  // namespace
+
+namespace {
+
+// A row's score does not depend on the plan that read it: the filtered
+// results' scores are those of the unfiltered search, bit for bit, whether
+// the filter allows many rows of a block (read with it) or few (read alone).
+TEST(Fields, FilteredScoresEqualUnfilteredScoresBitForBit) {
+  auto g = mt::rng_for_test();
+  for (int32_t dtype : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16}) {
+    const uint64_t n = 3000, dim = 33;
+    auto s = mt::make_store(dim, dtype, MNEMO_METRIC_COSINE);
+    mt::Buf<uint64_t> ids(n);
+    mt::Buf<float> v(n * dim);
+    std::vector<std::vector<const char*>> tags(n);
+    std::vector<mnemo_memory_fields> f(n, mnemo_memory_fields_default());
+    static const char* kRare = "rare";
+    static const char* kMost = "most";
+    for (uint64_t i = 0; i < n; ++i) {
+      ids[i] = i * 3 + 1;
+      for (uint64_t d = 0; d < dim; ++d) v[i * dim + d] = mt::rand_nonzero(g);
+      if (g() % 50 == 0) tags[i].push_back(kRare);
+      if (g() % 10 != 0) tags[i].push_back(kMost);
+      f[i].set = MNEMO_FIELD_TAGS;
+      f[i].tags = tags[i].data();
+      f[i].tag_count = static_cast<uint32_t>(tags[i].size());
+    }
+    ASSERT_EQ(
+        mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, n, nullptr, nullptr, f.data()),
+        MNEMO_OK);
+    mt::Buf<float> q(dim);
+    for (uint64_t d = 0; d < dim; ++d) q[d] = mt::rand_nonzero(g);
+    mt::Buf<uint64_t> all_ids(n);
+    mt::Buf<float> all_scores(n);
+    ASSERT_EQ(mnemo_store_search(s.get(), q.data(), 1, n, nullptr, all_ids.data(), all_scores.data()), MNEMO_OK);
+    std::map<uint64_t, float> score_of;
+    for (uint64_t i = 0; i < n; ++i) score_of[all_ids[i]] = all_scores[i];
+    for (const char* tag : {kRare, kMost}) {
+      mnemo_filter* flt = nullptr;
+      ASSERT_EQ(mnemo_filter_create(&flt), MNEMO_OK);
+      ASSERT_EQ(mnemo_filter_tags(flt, MNEMO_OP_ANY, &tag, 1, nullptr), MNEMO_OK);
+      mnemo_search_options o = mnemo_search_options_default();
+      o.where = flt;
+      const uint64_t k = 40;
+      mt::Buf<uint64_t> out(k);
+      mt::Buf<float> sc(k);
+      ASSERT_EQ(mnemo_store_search(s.get(), q.data(), 1, k, &o, out.data(), sc.data()), MNEMO_OK);
+      for (uint64_t i = 0; i < k && out[i] != MNEMO_NO_ID; ++i)
+        EXPECT_EQ(std::memcmp(&sc[i], &score_of.at(out[i]), 4), 0) << tag << " rank " << i;
+      mnemo_filter_destroy(flt);
+    }
+  }
+}
+
+}  // namespace

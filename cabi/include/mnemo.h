@@ -430,8 +430,10 @@ enum mnemo_value_type {
 
 /* A typed value (an attribute's, or a filter's operand). INT and DOUBLE
    compare with each other as numbers (exactly: an int64 beyond 2^53 is not
-   rounded); STRING compares bytewise; BOOL only equals or differs; values of
-   other kinds never compare (the predicate is false). */
+   rounded); STRING compares bytewise; BOOL only equals or differs. Values of
+   different kinds (a number and a string, a bool and a number) are never
+   equal and never ordered: EQ, IN, LT, LE, GT, GE and BETWEEN are false for
+   them, NE and NOT_IN true (the memory has the attribute and it differs). */
 typedef struct mnemo_value {
   int32_t type;      /* enum mnemo_value_type */
   uint32_t reserved; /* zero */

@@ -33,6 +33,48 @@ constexpr uint64_t kSplitMinBytes = uint64_t{1} << 20;
 
 }  // namespace
 
+namespace {
+
+// Blocks where the filter allows fewer than one row in kSparseShare are
+// scored row by row.
+constexpr uint64_t kSparseShare = 4;
+
+// Bits [b0, b0 + n) of a slot bitmap (n <= 64), bit r for slot b0 + r.
+uint64_t allow_bits(const uint64_t* allow, uint64_t b0, uint64_t n) {
+  const uint64_t w = b0 >> 6, off = b0 & 63;
+  uint64_t bits = allow[w] >> off;
+  if (off != 0 && n > 64 - off) bits |= allow[w + 1] << (64 - off);
+  return n == 64 ? bits : bits & ((uint64_t{1} << n) - 1);
+}
+
+// The rows of `bits` (slot b0 + r for bit r) scored one by one.
+void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t b0,
+                 uint64_t bits, TopK* tops) {
+  const size_t row_bytes = s.dim * dtype_size(s.dtype);
+  const auto* base = static_cast<const unsigned char*>(s.vectors);
+  const bool l2 = s.metric == Metric::l2sq;
+  float raw[simd::kMaxQueries];
+  for (; bits; bits &= bits - 1) {
+    const uint64_t slot = b0 + static_cast<uint64_t>(__builtin_ctzll(bits));
+    if (s.ids[slot] == kNoId) continue;
+    simd::score_rows(q, m, base + slot * row_bytes, s.dtype, s.dim, 1, l2, raw);
+    if (a.act.on) {
+      float extra;
+      activation_extras_of(s, a, slot, 1, &extra);
+      for (uint64_t j = 0; j < m; ++j)
+        tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, raw[j], qn[j]), extra), s.ids[slot]);
+      continue;
+    }
+    for (uint64_t j = 0; j < m; ++j) {
+      float key;
+      plain_keys(s, a, slot, 1, raw + j, qn[j], &key);
+      tops[j].push(key, s.ids[slot]);
+    }
+  }
+}
+
+}  // namespace
+
 // Scores slots [lo, hi) for queries q[0..m) into tops[0..m).
 void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t lo,
                 uint64_t hi, TopK* tops) {
@@ -44,6 +86,18 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
   float keys[kBlock];
   for (uint64_t b0 = lo; b0 < hi; b0 += kBlock) {
     const uint64_t n = std::min<uint64_t>(kBlock, hi - b0);
+    // A filter's mask: blocks it leaves empty are not read at all, and
+    // blocks where it allows few rows read only those, so a search scoped
+    // to a small part of the store reads about that part. A row scores
+    // the same alone as in its block (simd::score_rows per row).
+    if (a.allow) {
+      const uint64_t bits = allow_bits(a.allow, b0, n);
+      if (bits == 0) continue;
+      if (static_cast<uint64_t>(__builtin_popcountll(bits)) * kSparseShare < n) {
+        scan_sparse(s, a, q, m, qn, b0, bits, tops);
+        continue;
+      }
+    }
     simd::score_rows(q, m, base + b0 * row_bytes, s.dtype, s.dim, n, l2, buf);
     if (a.act.on) {
       activation_extras_of(s, a, b0, n, extra);
