@@ -274,7 +274,9 @@ const mnemo_store* store_of(uintptr_t handle) { return reinterpret_cast<const mn
 // Store.search on host arrays.
 //   queries: float32 [nq, dim] or [dim], C-contiguous, 16-byte aligned.
 //   k: a Python int >= 0 (the library refuses 0).
-//   opts: a ctypes mnemo_search_options, or None for the defaults.
+//   opts: a ctypes mnemo_search_options, or None for the defaults. Its
+//     pointers (filter ids or bitmap, where, where_each) are passed as they
+//     are: the caller keeps what they point to alive through the call.
 //   out_ids / out_scores: uint64 / float32 arrays of the result shape, or
 //     None for new numpy arrays.
 //   strict: False returns None, having called nothing, when an argument is
@@ -473,6 +475,8 @@ nb::dict search_options_layout() {
   MNEMO_FIELD(device_status);
   MNEMO_FIELD(nprobe);
   MNEMO_FIELD(reserved2);
+  MNEMO_FIELD(where);
+  MNEMO_FIELD(where_each);
 #undef MNEMO_FIELD
   return d;
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_float,
-                    c_int32, c_uint32, c_uint64, c_void_p)
+                    c_int32, c_int64, c_uint32, c_uint64, c_void_p)
 
 c_status = c_int32
 
@@ -78,6 +78,73 @@ class SearchOptions(Structure):
         # Sublinear recall (96 to 104 bytes).
         ("nprobe", c_uint32),
         ("reserved2", c_uint32),
+        # Filters over memories' fields (104 to 120 bytes): mnemo_filter*
+        # and an array of nq of them.
+        ("where", c_void_p),
+        ("where_each", c_void_p),
+    ]
+
+
+# What a memory holds besides its vector (MNEMO_MAX_* and mnemo_field_bits).
+MAX_KEY_BYTES = 1024
+MAX_NAME_BYTES = 1024
+MAX_NAMESPACE_DEPTH = 32
+MAX_TAGS = 1024
+MAX_ATTRIBUTES = 256
+MAX_PAYLOAD_BYTES = 16777216
+MAX_FILTER_NODES = 65536
+
+FIELD_KEY = 1
+FIELD_NAMESPACE = 2
+FIELD_TAGS = 4
+FIELD_ATTRIBUTES = 8
+FIELD_PAYLOAD = 16
+FIELD_ALL = 31
+
+# enum mnemo_value_type.
+VALUE_INT = 1
+VALUE_DOUBLE = 2
+VALUE_BOOL = 3
+VALUE_STRING = 4
+
+
+class Value(Structure):
+    """struct mnemo_value."""
+
+    _fields_ = [
+        ("type", c_int32),
+        ("reserved", c_uint32),
+        ("i", c_int64),
+        ("d", c_double),
+        ("s", c_char_p),
+    ]
+
+
+class Attribute(Structure):
+    """struct mnemo_attribute."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("value", Value),
+    ]
+
+
+class MemoryFields(Structure):
+    """struct mnemo_memory_fields."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("set", c_uint32),
+        ("key", c_char_p),
+        ("namespace_parts", POINTER(c_char_p)),
+        ("namespace_depth", c_uint32),
+        ("tag_count", c_uint32),
+        ("tags", POINTER(c_char_p)),
+        ("attributes", POINTER(Attribute)),
+        ("attribute_count", c_uint32),
+        ("reserved0", c_uint32),
+        ("payload", c_void_p),
+        ("payload_bytes", c_uint64),
     ]
 
 
@@ -195,6 +262,37 @@ PROTOTYPES = {
     "mnemo_store_set_times": (c_status, [_H, _P, _P, _U64]),
     "mnemo_store_set_importance": (c_status, [_H, _P, _P, _U64]),
     "mnemo_store_get_meta": (c_status, [_H, _P, _U64, _P, _P, _P]),
+    "mnemo_memory_fields_default": (MemoryFields, []),
+    "mnemo_store_add_with_fields": (c_status, [_H, _P, _P, _I32, _U64, _P, _P, _P]),
+    "mnemo_store_update_fields": (c_status, [_H, _P, _P, _U64]),
+    "mnemo_store_ids_of_keys": (c_status, [_H, _P, _U64, _P]),
+    "mnemo_store_read": (c_status, [_H, _P, _U64, POINTER(_H)]),
+    "mnemo_records_destroy": (None, [_H]),
+    "mnemo_records_count": (c_uint64, [_H]),
+    "mnemo_records_get": (c_status, [_H, _U64, POINTER(c_uint32), POINTER(c_uint64),
+                                     POINTER(MemoryFields), POINTER(c_double),
+                                     POINTER(c_float)]),
+    "mnemo_filter_create": (c_status, [POINTER(_H)]),
+    "mnemo_filter_destroy": (None, [_H]),
+    "mnemo_filter_namespace": (c_status, [_H, _I32, _P, c_uint32, POINTER(c_uint32)]),
+    "mnemo_filter_tags": (c_status, [_H, _I32, _P, c_uint32, POINTER(c_uint32)]),
+    "mnemo_filter_attribute": (c_status, [_H, c_char_p, _I32, _P, c_uint32,
+                                          POINTER(c_uint32)]),
+    "mnemo_filter_keys": (c_status, [_H, _P, _U64, POINTER(c_uint32)]),
+    "mnemo_filter_ids": (c_status, [_H, _P, _U64, POINTER(c_uint32)]),
+    "mnemo_filter_time": (c_status, [_H, c_double, c_double, POINTER(c_uint32)]),
+    "mnemo_filter_importance": (c_status, [_H, c_double, c_double, POINTER(c_uint32)]),
+    "mnemo_filter_and": (c_status, [_H, _P, c_uint32, POINTER(c_uint32)]),
+    "mnemo_filter_or": (c_status, [_H, _P, c_uint32, POINTER(c_uint32)]),
+    "mnemo_filter_not": (c_status, [_H, c_uint32, POINTER(c_uint32)]),
+    "mnemo_filter_set_root": (c_status, [_H, c_uint32]),
+    "mnemo_store_select": (c_status, [_H, _H, _U64, _U64, _P, POINTER(c_uint64),
+                                      POINTER(c_uint64)]),
+    "mnemo_store_namespaces": (c_status, [_H, POINTER(_H)]),
+    "mnemo_namespaces_destroy": (None, [_H]),
+    "mnemo_namespaces_count": (c_uint64, [_H]),
+    "mnemo_namespaces_get": (c_status, [_H, _U64, POINTER(POINTER(c_char_p)),
+                                        POINTER(c_uint32), POINTER(c_uint64)]),
     "mnemo_search_options_default": (SearchOptions, []),
     "mnemo_store_search": (c_status, [_H, _P, _U64, _U64, POINTER(SearchOptions),
                                       _P, _P]),

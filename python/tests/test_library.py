@@ -92,6 +92,13 @@ def test_struct_mirrors_match_library_sizes() -> None:
             index.rebuild_hot_min) == (0, 0, 0, 1, 1, 4096)
     assert (index.rebuild_hot_fraction, index.rebuild_skew) == (0.25, 8.0)
     assert lib.mnemo_search_options_default().nprobe == 0
+    search = lib.mnemo_search_options_default()
+    assert (search.where, search.where_each) == (None, None)
+    fields = lib.mnemo_memory_fields_default()
+    assert fields.struct_size == ctypes.sizeof(_cdefs.MemoryFields) == 72
+    assert (fields.set, fields.namespace_depth, fields.tag_count, fields.attribute_count,
+            fields.payload_bytes) == (0, 0, 0, 0, 0)
+    assert (ctypes.sizeof(_cdefs.Value), ctypes.sizeof(_cdefs.Attribute)) == (32, 40)
     # A statistics struct smaller than the library's is refused.
     store = mnemo.Store(mnemo.Runtime(backend="cpu"), 4)
     small = _cdefs.StoreStatistics()
@@ -118,8 +125,8 @@ def test_alloc_is_aligned() -> None:
 
 # C scalar types of mnemo.h and the ctypes type each must be mirrored by.
 _C_SCALARS = {"uint32_t": ctypes.c_uint32, "int32_t": ctypes.c_int32, "uint64_t": ctypes.c_uint64,
-              "float": ctypes.c_float, "double": ctypes.c_double, "mnemo_status": ctypes.c_int32,
-              "char": ctypes.c_char}
+              "int64_t": ctypes.c_int64, "float": ctypes.c_float, "double": ctypes.c_double,
+              "mnemo_status": ctypes.c_int32, "char": ctypes.c_char}
 _C_STRUCTS = {"mnemo_runtime_options": _cdefs.RuntimeOptions,
               "mnemo_runtime_report": _cdefs.RuntimeReport,
               "mnemo_search_options": _cdefs.SearchOptions,
@@ -127,7 +134,10 @@ _C_STRUCTS = {"mnemo_runtime_options": _cdefs.RuntimeOptions,
               "mnemo_store_statistics": _cdefs.StoreStatistics,
               "mnemo_resample_options": _cdefs.ResampleOptions,
               "mnemo_index_options": _cdefs.IndexOptions,
-              "mnemo_index_info": _cdefs.IndexInfo}
+              "mnemo_index_info": _cdefs.IndexInfo,
+              "mnemo_value": _cdefs.Value,
+              "mnemo_attribute": _cdefs.Attribute,
+              "mnemo_memory_fields": _cdefs.MemoryFields}
 
 
 def _header_text() -> str:
@@ -140,7 +150,8 @@ def _header_text() -> str:
 def _ctype_of(decl: str, text: str) -> type:
     """The ctypes type a C declaration (type and name, comments stripped)
     needs: any pointer as pointer-sized, arrays with their length."""
-    decl = " ".join(decl.replace("const ", " ").split())
+    # const anywhere (const char* const* parts) changes no layout.
+    decl = re.sub(r"\s*\*\s*", "*", " ".join(re.sub(r"\bconst\b", " ", decl).split()))
     m = re.fullmatch(r"(\w+)\s*(\**)\s*(\w*)\s*(?:\[(\w+)\])?", decl)
     assert m, f"cannot read the declaration {decl!r}"
     base, star, _, length = m.groups()
