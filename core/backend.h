@@ -143,6 +143,16 @@ struct IvfProbe {
   uint64_t longest = 0;                          // slots of the longest list
 };
 
+// A filter's selective plan: query i's candidates are only the slots
+// slots[bounds[2i] .. bounds[2i+1]) (ascending; removed slots among them are
+// skipped), so a search reads just the rows its filter matches. Queries
+// may share one range.
+struct SlotLists {
+  const uint64_t* bounds = nullptr;  // [2 * nq]
+  const uint32_t* slots = nullptr;
+  uint64_t longest = 0;  // the most slots of one query
+};
+
 struct SearchArgs {
   Placement place;  // queries, ids and scores on the device with a stream
   const StoreView* store = nullptr;
@@ -156,6 +166,8 @@ struct SearchArgs {
   uint64_t* ids = nullptr;          // [nq x k]
   float* scores = nullptr;          // [nq x k]
   const IvfProbe* probe = nullptr;  // null: every slot is a candidate
+  // Per-query candidate slots (no probe, no normalised activation), or null.
+  const SlotLists* lists = nullptr;
 };
 
 // Memory a backend holds a copy of (list offsets on a device).

@@ -47,30 +47,56 @@ uint64_t allow_bits(const uint64_t* allow, uint64_t b0, uint64_t n) {
   return n == 64 ? bits : bits & ((uint64_t{1} << n) - 1);
 }
 
+// One live slot's row scored alone for queries q[0..m) into tops[0..m).
+inline void score_slot(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn,
+                       uint64_t slot, TopK* tops) {
+  const size_t row_bytes = s.dim * dtype_size(s.dtype);
+  const auto* row = static_cast<const unsigned char*>(s.vectors) + slot * row_bytes;
+  float raw[simd::kMaxQueries];
+  simd::score_rows(q, m, row, s.dtype, s.dim, 1, s.metric == Metric::l2sq, raw);
+  if (a.act.on) {
+    float extra;
+    activation_extras_of(s, a, slot, 1, &extra);
+    for (uint64_t j = 0; j < m; ++j)
+      tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, raw[j], qn[j]), extra), s.ids[slot]);
+    return;
+  }
+  for (uint64_t j = 0; j < m; ++j) {
+    float key;
+    plain_keys(s, a, slot, 1, raw + j, qn[j], &key);
+    tops[j].push(key, s.ids[slot]);
+  }
+}
+
 // The rows of `bits` (slot b0 + r for bit r) scored one by one.
 void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t b0,
                  uint64_t bits, TopK* tops) {
-  const size_t row_bytes = s.dim * dtype_size(s.dtype);
-  const auto* base = static_cast<const unsigned char*>(s.vectors);
-  const bool l2 = s.metric == Metric::l2sq;
-  float raw[simd::kMaxQueries];
   for (; bits; bits &= bits - 1) {
     const uint64_t slot = b0 + static_cast<uint64_t>(__builtin_ctzll(bits));
-    if (s.ids[slot] == kNoId) continue;
-    simd::score_rows(q, m, base + slot * row_bytes, s.dtype, s.dim, 1, l2, raw);
-    if (a.act.on) {
-      float extra;
-      activation_extras_of(s, a, slot, 1, &extra);
-      for (uint64_t j = 0; j < m; ++j)
-        tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, raw[j], qn[j]), extra), s.ids[slot]);
-      continue;
-    }
-    for (uint64_t j = 0; j < m; ++j) {
-      float key;
-      plain_keys(s, a, slot, 1, raw + j, qn[j], &key);
-      tops[j].push(key, s.ids[slot]);
-    }
+    if (s.ids[slot] != kNoId) score_slot(s, a, q, m, qn, slot, tops);
   }
+}
+
+// The selective plan: each query scores only its listed slots; queries
+// spread over the threads, and a query of many slots over all of them.
+void list_search(const SearchArgs& a, int nt) {
+  const StoreView& s = *a.store;
+  const SlotLists& L = *a.lists;
+  const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(L.longest, 1));
+  ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t i = 0; i < static_cast<int64_t>(a.nq); ++i) {
+    errors.run([&] {
+      const float* q = a.queries + static_cast<uint64_t>(i) * s.dim;
+      const float qn = query_norm(q, s.dim);
+      TopK top(cap);
+      const uint32_t* sl = L.slots;
+      for (uint64_t j = L.bounds[2 * i]; j < L.bounds[2 * i + 1]; ++j)
+        if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn, sl[j], &top);
+      write_results(top.take_sorted(), a, static_cast<uint64_t>(i), s.metric);
+    });
+  }
+  errors.rethrow();
 }
 
 }  // namespace
@@ -130,6 +156,7 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
 
 void CpuBackend::search(const SearchArgs& a) {
   const StoreView& s = *a.store;
+  if (a.lists) return list_search(a, threads());
   if (a.probe) return ivf_search(*this, a, threads(), a.nq >= gemm_min_queries_);
   if (a.act.on && a.act.normalize) return normalized_search(a, threads());
   if (a.nq >= gemm_min_queries_ && s.slots >= kGemmMinSlots) return gemm_search(a, threads());

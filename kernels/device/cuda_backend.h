@@ -59,6 +59,9 @@ class CudaBackend final : public Backend {
   int device() const { return cfg_.device_id; }
 
  private:
+  // A filter's selective plan (list_search.cu): host buffers, lists given.
+  void search_lists(const SearchArgs& a);
+
   BackendConfig cfg_;
   std::string description_;
   int sm_count_;

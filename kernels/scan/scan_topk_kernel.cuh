@@ -88,8 +88,14 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       tail.lists += static_cast<uint64_t>(y) * k;
     }
-    spans = sp.spans + static_cast<uint64_t>(y) * sp.stride;
-    n_rows = __ldg(&spans[sp.stride - 1].y);
+    if (sp.bounds) {
+      const uint2 b = sp.bounds[y];
+      spans = sp.spans + b.x;
+      n_rows = b.y > 0 ? __ldg(&spans[b.y - 1].y) : 0;
+    } else {
+      spans = sp.spans + static_cast<uint64_t>(y) * sp.stride;
+      n_rows = __ldg(&spans[sp.stride - 1].y);
+    }
   }
   float* qs = reinterpret_cast<float*>(smem);
   const size_t q_bytes = ScanSmem::query_bytes(QB, s.ld);

@@ -471,6 +471,11 @@ void CudaBackend::search(const SearchArgs& a) {
   if (ds == nullptr) fail(Code::internal, "CUDA search without a device copy of the store");
   const StoreView& v = *a.store;
   if (v.slots >= 0xffffffffull) fail(Code::unsupported, "the CUDA backend holds at most 2^32 - 2 slots per store");
+  if (a.lists) {
+    if (a.place.on_device || a.probe || (a.act.on && a.act.normalize))
+      fail(Code::internal, "CUDA list search: host buffers, no index, no normalised activation");
+    return search_lists(a);
+  }
   auto ctx = pool_.acquire();
   const bool dev = a.place.on_device;
   cudaStream_t st = dev ? static_cast<cudaStream_t>(a.place.stream) : ctx->stream;

@@ -85,6 +85,10 @@ struct ScanTail {
 struct ScanSpans {
   const uint2* spans = nullptr;  // [nq][stride]
   uint32_t stride = 0;
+  // Tables of their own length per query (a filter's candidate lists):
+  // query q's spans are spans[bounds[q].x .. + bounds[q].y); null: the
+  // stride layout.
+  const uint2* bounds = nullptr;
 };
 
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]

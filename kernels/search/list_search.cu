@@ -1,0 +1,170 @@
+// A filter's selective plan on the GPU (SearchArgs::lists): each query
+// reads only the rows its filter matched, through the span scan of the
+// inverted-file search with a table of its own per query (runs of
+// consecutive slots become one span). Lists that the span scan's selection
+// cannot hold (k beyond kSmallKMax) go query by query through the masked
+// search instead.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "device/arena.h"
+#include "device/cuda_backend.h"
+#include "device/device_store.h"
+#include "scan/scan_tail.cuh"
+#include "search/ivf_search.h"
+#include "search/search_kernels.h"
+
+namespace mnemo::cuda {
+
+namespace {
+
+// Span tables of the queries' lists: spans of every distinct list, and per
+// query (first span, span count). Queries naming one range share its spans.
+void make_spans(const SlotLists& L, uint64_t nq, std::vector<uint2>& spans, std::vector<uint2>& bounds) {
+  std::map<std::pair<uint64_t, uint64_t>, uint2> made;
+  bounds.resize(nq);
+  for (uint64_t q = 0; q < nq; ++q) {
+    const uint64_t b = L.bounds[2 * q], e = L.bounds[2 * q + 1];
+    const auto found = made.find({b, e});
+    if (found != made.end()) {
+      bounds[q] = found->second;
+      continue;
+    }
+    const auto first = static_cast<uint32_t>(spans.size());
+    uint32_t rows = 0;
+    for (uint64_t j = b; j < e;) {
+      const uint32_t s0 = L.slots[j];
+      uint32_t len = 1;
+      while (j + len < e && L.slots[j + len] == s0 + len) ++len;
+      rows += len;
+      // x: the span's first slot minus its first row, modulo 2^32.
+      spans.push_back(make_uint2(s0 - (rows - len), rows));
+      j += len;
+    }
+    bounds[q] = made[{b, e}] = make_uint2(first, static_cast<uint32_t>(spans.size()) - first);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::search_lists(const SearchArgs& a) {
+  const auto* ds = static_cast<const DeviceStore*>(a.mirror);
+  const StoreView& v = *a.store;
+  const SlotLists& L = *a.lists;
+  const uint64_t nq = a.nq, k = a.k;
+  const auto slots = static_cast<uint32_t>(v.slots);
+  const auto longest = static_cast<uint32_t>(std::min<uint64_t>(L.longest, slots));
+  if (!ivf_scans(longest, k, false)) {
+    std::vector<uint64_t> bits((slots + 63) / 64, 0);
+    for (uint64_t q = 0; q < nq; ++q) {
+      for (uint64_t j = L.bounds[2 * q]; j < L.bounds[2 * q + 1]; ++j)
+        bits[L.slots[j] >> 6] |= uint64_t{1} << (L.slots[j] & 63);
+      SearchArgs one = a;
+      one.lists = nullptr;
+      one.nq = 1;
+      one.queries = a.queries + q * v.dim;
+      one.ids = a.ids + q * k;
+      one.scores = a.scores + q * k;
+      one.allow = bits.data();
+      search(one);
+      for (uint64_t j = L.bounds[2 * q]; j < L.bounds[2 * q + 1]; ++j) bits[L.slots[j] >> 6] = 0;
+    }
+    return;
+  }
+  std::vector<uint2> spans, bounds;
+  make_spans(L, nq, spans, bounds);
+  auto ctx = pool_.acquire();
+  cudaStream_t st = ctx->stream;
+  const uint64_t ld = ds->ld();
+  StoreRef s{ds->vectors(),
+             v.dtype,
+             ld,
+             static_cast<uint32_t>(v.dim),
+             slots,
+             ds->ids(),
+             ds->norms(),
+             ds->biases(),
+             nullptr,
+             a.apply_bias,
+             v.metric == Metric::l2sq  ? KeyMetric::l2
+             : v.metric == Metric::dot ? KeyMetric::dot
+                                       : KeyMetric::cosine,
+             false};
+  s.times = ds->times();
+  s.importance = ds->importance();
+  if (a.act.on) {
+    s.act = true;
+    s.w_rel = a.act.w_rel;
+    s.w_rec = a.act.w_rec;
+    s.w_imp = a.act.w_imp;
+    s.now = a.act.now;
+    s.inv_half_life = 1.0 / a.act.half_life;
+  }
+  const uint32_t kc = ivf_list_length(longest, k);
+  const auto sms = static_cast<unsigned>(sm_count_);
+  // Blocks per query from its bound on rows (four rows a warp at least),
+  // fewer where many queries fill the machine (as the index's span scan).
+  const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
+  const unsigned blocks = std::max(1u, std::min(by_rows, ceil_div(4ull * sms, nq)));
+  Arena io;
+  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4),
+               o_spans = io.add(std::max<size_t>(spans.size(), 1) * 8), o_bounds = io.add(nq * 8),
+               o_ids = io.add(nq * kc * 8), o_scores = io.add(nq * kc * 4);
+  ctx->io.reserve(io.size());
+  void* base = ctx->io.get();
+  float* q = at<float>(base, o_q);
+  float* qn = at<float>(base, o_qn);
+  auto* d_spans = at<uint2>(base, o_spans);
+  auto* d_bounds = at<uint2>(base, o_bounds);
+  auto* d_ids = at<uint64_t>(base, o_ids);
+  float* d_scores = at<float>(base, o_scores);
+  if (ld != v.dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(q, 0, nq * ld * 4, st));
+  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(q, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyHostToDevice, st));
+  if (!spans.empty())
+    MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_spans, spans.data(), spans.size() * 8, cudaMemcpyHostToDevice, st));
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_bounds, bounds.data(), nq * 8, cudaMemcpyHostToDevice, st));
+  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+  // Query chunks whose candidate lists fit half the workspace.
+  const uint64_t budget = std::max<uint64_t>(cfg_.workspace_bytes, 64ull << 20);
+  auto bytes_for = [&](uint64_t c) { return c * blocks * kc * sizeof(Cand) + 256 + (c + c * kc) * 4; };
+  uint64_t qc = std::min<uint64_t>(nq, 65535);
+  while (qc > 1 && bytes_for(qc) > budget / 2) qc = (qc + 1) / 2;
+  Arena w;
+  const size_t o_cand = w.add(qc * blocks * kc * sizeof(Cand)), o_words = w.add((qc + qc * kc) * 4);
+  void* scratch = ctx->scratch(w.size());
+  Cand* cand = at<Cand>(scratch, o_cand);
+  unsigned* tickets = at<unsigned>(scratch, o_words);
+  for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+    const auto m = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+    MNEMO_CUDA_CHECK(cudaMemsetAsync(tickets, 0, (qc + qc * kc) * 4, st));
+    ScanTail tail;
+    tail.ticket = tickets;
+    tail.groups = tickets + qc;
+    tail.out_ids = d_ids + q0 * kc;
+    tail.out_scores = d_scores + q0 * kc;
+    tail.k_out = kc;
+    tail.negate = s.metric == KeyMetric::l2;
+    ScanSpans sp;
+    sp.spans = d_spans;
+    sp.bounds = d_bounds + q0;
+    launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
+  }
+  std::vector<uint64_t> h_ids(nq * kc);
+  std::vector<float> h_scores(nq * kc);
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids.data(), d_ids, nq * kc * 8, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_scores.data(), d_scores, nq * kc * 4, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaEventRecord(ctx->last_use, st));
+  ctx->sync();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (uint64_t i = 0; i < nq; ++i)
+    for (uint64_t j = 0; j < k; ++j) {
+      const bool have = j < kc;
+      a.ids[i * k + j] = have ? h_ids[i * kc + j] : kNoId;
+      a.scores[i * k + j] = have ? h_scores[i * kc + j] : nan;
+    }
+}
+
+}  // namespace mnemo::cuda
