@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <unordered_set>
 
@@ -506,7 +507,7 @@ void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const S
 
 void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr,
                           const RankOptions& rank, bool on_home, uint64_t* out_ids, float* out_scores,
-                          const Placement& place) const {
+                          const Placement& place, const SlotLists* lists) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;
@@ -524,8 +525,9 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   a.act = rank.act;
   a.ids = out_ids;
   a.scores = out_scores;
+  a.lists = lists;
   IvfProbe probe;
-  if (index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe <= index_->nlist()) {
+  if (!lists && index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe <= index_->nlist()) {
     probe.centroids = &index_->coarse->view();
     probe.centroid_mirror = on_home ? index_->coarse->mirror() : nullptr;
     probe.offsets = index_->offsets.data();
@@ -582,15 +584,7 @@ uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vec
 
 void Store::save(const std::string& path) const {
   auto lock = read_lock();
-  const uint64_t seq = journal_ ? journal_->last_seq() : 0;
-  // A sharded store's rows live in its shards: written from their contents.
-  if (!shards_.empty())
-    replace_file(path, encode_store(contents_locked()));
-  else
-    replace_file(path, [&](int fd, const std::string& tmp) {
-      const IndexLayout L = layout_locked();
-      write_store_file(fd, tmp, view(), slot_of_.size(), seq, indexed_ ? &L : nullptr);
-    });
+  write_snapshot_locked(path, journal_ ? journal_->last_seq() : 0);
 }
 
 StoreContents Store::snapshot() const {
@@ -599,7 +593,7 @@ StoreContents Store::snapshot() const {
 }
 
 StoreContents Store::contents_locked() const {
-  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, {}, {}, journal_ ? journal_->last_seq() : 0, indexed_, {}};
+  StoreContents c{dim_, dtype_, metric_, {}, {}, {}, {}, {}, journal_ ? journal_->last_seq() : 0, indexed_, {}, {}};
   if (indexed_) c.layout = layout_locked();
   if (!shards_.empty()) {
     // The shards' rows end to end: one snapshot for the whole store.
@@ -610,6 +604,8 @@ StoreContents Store::contents_locked() const {
       c.biases.insert(c.biases.end(), part.biases.begin(), part.biases.end());
       c.times.insert(c.times.end(), part.times.begin(), part.times.end());
       c.importance.insert(c.importance.end(), part.importance.begin(), part.importance.end());
+      c.fields.insert(c.fields.end(), std::make_move_iterator(part.fields.begin()),
+                      std::make_move_iterator(part.fields.end()));
     }
     return c;
   }
@@ -618,8 +614,11 @@ StoreContents Store::contents_locked() const {
   c.biases.reserve(slot_of_.size());
   c.times.reserve(slot_of_.size());
   c.importance.reserve(slot_of_.size());
+  c.fields.reserve(slot_of_.size());
   for (uint64_t s = 0; s < slot_ids_.size(); ++s) {
     if (slot_ids_[s] == kNoId) continue;
+    c.fields.emplace_back();
+    encode_slot_fields_locked(s, c.fields.back());
     c.ids.push_back(slot_ids_[s]);
     const unsigned char* row = vectors_.data() + s * row_bytes_;
     c.vectors.insert(c.vectors.end(), row, row + row_bytes_);
@@ -786,13 +785,7 @@ void Store::checkpoint() {
   const uint64_t seq = journal_->last_seq();
   // Snapshot first, then the journal: a crash between the two leaves a
   // journal whose records the snapshot already holds, which replay skips.
-  if (!shards_.empty())
-    replace_file(snapshot_path_, encode_store(contents_locked()));
-  else
-    replace_file(snapshot_path_, [&](int fd, const std::string& tmp) {
-      const IndexLayout L = layout_locked();
-      write_store_file(fd, tmp, view(), slot_of_.size(), seq, indexed_ ? &L : nullptr);
-    });
+  write_snapshot_locked(snapshot_path_, seq);
   journal_->reset(seq);
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -81,6 +82,8 @@ struct FilterPlan {
   uint64_t matches = 0;     // slots the filter matched (all queries' where)
   uint64_t searches = 0;    // backend searches the call made
   uint64_t widened = 0;     // indexed searches redone over more lists
+  uint64_t listed = 0;      // queries that read only their matches
+  uint64_t post_filtered = 0;  // query groups answered from an unfiltered search
 };
 
 struct StoreContents {  // a consistent copy for saving
@@ -95,6 +98,14 @@ struct StoreContents {  // a consistent copy for saving
   uint64_t seq = 0;  // the last journaled write these contents include
   bool indexed = false;
   IndexLayout layout;  // when indexed
+  // Each memory's fields in fields_codec bytes (empty: none), or empty.
+  std::vector<std::string> fields;
+};
+
+// The fields a snapshot writes: encode(slot, out) appends the fields of
+// the memory at `slot` (fields_codec.h) and returns false when it has none.
+struct SnapshotFields {
+  std::function<bool(uint64_t slot, std::string& out)> encode;
 };
 
 // How a search ranks and what it does besides (mnemo_search_options).
@@ -190,6 +201,11 @@ class Store {
   // Writes the snapshot file straight from the store's arrays under the read
   // lock (no copy of the store): writers wait until it is on disk.
   void save(const std::string& path) const;
+  // The fields of a freshly loaded snapshot's memories, through the write
+  // path, unjournaled (store_file.cpp). Throws corrupt, changing nothing,
+  // for an id the store does not hold, a memory given fields twice (here or
+  // in an earlier call) or a key another memory holds.
+  void load_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count);
 
   // Replay of one journal record (before a journal is attached).
   void apply(const JournalRecord& r);
@@ -231,10 +247,21 @@ class Store {
                          const FieldsIn* given);
   StoreView view() const;
   StoreContents contents_locked() const;
+  // The fields of the memory at `slot` appended to `out` in fields_codec
+  // bytes, `set` naming those it holds (tags and attributes in byte order);
+  // false when it holds none (store_file.cpp).
+  bool encode_slot_fields_locked(uint64_t slot, std::string& out) const;
+  // The snapshot of the store as it is (journal sequence `seq`) written to
+  // `path` by replace_file (store_file.cpp).
+  void write_snapshot_locked(const std::string& path, uint64_t seq) const;
   // Searches with the caller's bitmap (or none) on this store's own backend
   // (on_home) or the CPU, without taking the lock (the caller holds it).
   void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, const RankOptions& rank,
-                     bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{}) const;
+                     bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{},
+                     const SlotLists* lists = nullptr) const;
+  // The live slots of this (unsharded) store that pass `where`, `each` and
+  // the caller's ids or bitmap filter.
+  Roaring matches_locked(const Filter* where, const Filter* each, const SearchFilter& legacy) const;
   void search_shared(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
                      uint64_t* out_ids, float* out_scores, const Placement& place) const;
   // The returned ids' times become `now` (journaled once).
@@ -359,10 +386,10 @@ IndexLayout decode_layout(const JournalRecord& r, uint64_t dim);
 // Persistence (store_file.cpp). load_store puts the snapshot's journal
 // sequence into *seq when given.
 std::string encode_store(const StoreContents& c);
-// The snapshot file of the live slots of `v` (`live` of them), written to
-// `fd` in bounded pieces.
+// The snapshot file of the live slots of `v` (`live` of them) and their
+// fields, written to `fd` in bounded pieces.
 void write_store_file(int fd, const std::string& path, const StoreView& v, uint64_t live, uint64_t seq,
-                      const IndexLayout* index = nullptr);
+                      const IndexLayout* index, const SnapshotFields& fields);
 void save_store(const Store& store, const std::string& path);
 std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, uint64_t* seq = nullptr);
 // A store that survives crashes: snapshot plus journal (store_durable.cpp).

@@ -3,9 +3,11 @@
 // writing fields, the postings, reads, selections and filtered searches.
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include "error.h"
 #include "meta/fields_codec.h"
+#include "meta/filter_test.h"
 #include "store.h"
 
 namespace mnemo {
@@ -253,6 +255,30 @@ FilterPlan Store::last_plan() const {
   return plan_;
 }
 
+Roaring Store::matches_locked(const Filter* where, const Filter* each, const SearchFilter& legacy) const {
+  const uint64_t slots = slot_ids_.size();
+  const FilterScope sc = scope_locked();
+  Roaring r;
+  if (where)
+    r = evaluate(*where, sc);
+  else if (slots > 0)
+    r.addRange(0, slots);
+  if (each) r &= evaluate(*each, sc);
+  if (legacy.kind == FilterKind::ids) {
+    std::vector<uint32_t> allowed;
+    for (uint64_t i = 0; i < legacy.count; ++i)
+      if (const auto* e = slot_of_.find(legacy.ids[i])) allowed.push_back(static_cast<uint32_t>(e->second));
+    std::sort(allowed.begin(), allowed.end());
+    r &= Roaring(allowed.size(), allowed.data());
+  }
+  std::vector<uint32_t> dead;
+  for (uint32_t s : r)
+    if (slot_ids_[s] == kNoId || (legacy.kind == FilterKind::slot_bitmap && !((legacy.bitmap[s >> 6] >> (s & 63)) & 1)))
+      dead.push_back(s);
+  if (!dead.empty()) r -= Roaring(dead.size(), dead.data());
+  return r;
+}
+
 uint64_t Store::filter_bitmap_locked(const Filter* where, const Filter* each, const SearchFilter& legacy,
                                      std::vector<uint64_t>& words) const {
   uint64_t total = 0;
@@ -263,30 +289,25 @@ uint64_t Store::filter_bitmap_locked(const Filter* where, const Filter* each, co
   words.assign((total + 63) / 64, 0);
   uint64_t matches = 0, base = 0;
   for (const Store* p : parts()) {
-    const uint64_t slots = p->slot_ids_.size();
-    const FilterScope sc = p->scope_locked();
-    Roaring r;
-    if (where)
-      r = evaluate(*where, sc);
-    else if (slots > 0)
-      r.addRange(0, slots);
-    if (each) r &= evaluate(*each, sc);
-    if (legacy.kind == FilterKind::ids) {
-      std::vector<uint32_t> allowed;
-      for (uint64_t i = 0; i < legacy.count; ++i)
-        if (const auto* e = p->slot_of_.find(legacy.ids[i])) allowed.push_back(static_cast<uint32_t>(e->second));
-      std::sort(allowed.begin(), allowed.end());
-      r &= Roaring(allowed.size(), allowed.data());
+    // A shard reads the caller's bitmap from its first slot on.
+    SearchFilter part = legacy;
+    std::vector<uint64_t> shifted;
+    if (legacy.kind == FilterKind::slot_bitmap && base % 64 != 0) {
+      const uint64_t n = p->slot_ids_.size();
+      shifted.assign((n + 63) / 64, 0);
+      for (uint64_t s = 0; s < n; ++s)
+        if ((legacy.bitmap[(base + s) >> 6] >> ((base + s) & 63)) & 1) shifted[s >> 6] |= uint64_t{1} << (s & 63);
+      part.bitmap = shifted.data();
+    } else if (legacy.kind == FilterKind::slot_bitmap) {
+      part.bitmap = legacy.bitmap + base / 64;
     }
-    const uint64_t* sid = p->slot_ids_.data();
+    const Roaring r = p->matches_locked(where, each, part);
     for (uint32_t s : r) {
       const uint64_t g = base + s;
-      if (sid[s] == kNoId) continue;
-      if (legacy.kind == FilterKind::slot_bitmap && !((legacy.bitmap[g >> 6] >> (g & 63)) & 1)) continue;
       words[g >> 6] |= uint64_t{1} << (g & 63);
-      ++matches;
     }
-    base += slots;
+    matches += r.cardinality();
+    base += p->slot_ids_.size();
   }
   return matches;
 }
@@ -301,6 +322,15 @@ bool short_rows(const uint64_t* ids, uint64_t nq, uint64_t k, uint64_t matches) 
   return false;
 }
 
+// A filter whose estimated share of the store lets an unfiltered search of
+// kPostWant times the results that share suggests (at most kPostMax) hold
+// k matches is post-filtered; otherwise one matching at most one slot in
+// kSelective takes the selective plan (each query reads its matches), and
+// a broader one the masked plan.
+constexpr uint64_t kSelective = 4;
+constexpr uint64_t kPostWant = 2;
+constexpr uint64_t kPostMax = 256;
+
 }  // namespace
 
 void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
@@ -309,10 +339,11 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   std::vector<uint64_t> words;
   uint64_t total = 0;
   for (const Store* p : parts()) total += p->slot_ids_.size();
-  // One masked search: on an index, the lists it reads may hold fewer
-  // than k of the matches; then it is done again over every memory, so no
-  // query gets fewer than min(k, matches) results.
-  auto run = [&](const float* q, uint64_t m, uint64_t* ids, float* scores, uint64_t matches) {
+  // The masked plan, the filter as a bitmap over the slots (in `words`).
+  // On an index, the lists a query reads may hold fewer than k of the
+  // matches: then it is searched again over every memory, so no query
+  // gets fewer than min(k, matches) results.
+  auto masked = [&](const float* q, uint64_t m, uint64_t* ids, float* scores, uint64_t matches) {
     SearchFilter f;
     f.kind = FilterKind::slot_bitmap;
     f.bitmap = words.data();
@@ -338,19 +369,148 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     ++plan.searches;
     ++plan.widened;
   };
-  if (!filter.each) {
-    plan.matches = filter_bitmap_locked(filter.where, nullptr, filter, words);
-    run(queries, nq, out_ids, out_scores, plan.matches);
-  } else {
-    // Each query its own filter: queries in a row naming the same filter
-    // share one search.
-    for (uint64_t q0 = 0; q0 < nq;) {
-      uint64_t q1 = q0 + 1;
-      while (q1 < nq && filter.each[q1] == filter.each[q0]) ++q1;
-      const uint64_t m = filter_bitmap_locked(filter.where, filter.each[q0], filter, words);
+  const bool lists_ok = shards_.empty() && !place.on_device && !rank.act.normalize;
+  const bool post_ok = !place.on_device && !rank.act.normalize && k <= kPostMax / kPostWant;
+  // Queries in a row naming the same filter form a group (one evaluation).
+  struct Group {
+    uint64_t q0, q1;
+    const Filter* mine;
+    uint64_t want = 0;  // post-filter: results asked of the unfiltered search
+  };
+  std::vector<Group> groups, broad;
+  const Filter* const* each = filter.each;
+  for (uint64_t q0 = 0; q0 < nq;) {
+    uint64_t q1 = q0 + 1;
+    while (each && q1 < nq && each[q1] == each[q0]) ++q1;
+    if (!each) q1 = nq;
+    Group g{q0, q1, each ? each[q0] : nullptr};
+    q0 = q1;
+    if (post_ok && filter.kind == FilterKind::none) {
+      uint64_t est = 0;
+      for (const Store* p : parts()) {
+        const FilterScope sc = p->scope_locked();
+        uint64_t e = p->slot_ids_.size();
+        if (filter.where) e = std::min(e, estimate_matches(*filter.where, sc));
+        if (g.mine) e = std::min(e, estimate_matches(*g.mine, sc));
+        est += e;
+      }
+      const uint64_t want = est == 0 ? UINT64_MAX : (k * total * kPostWant + est - 1) / est;
+      if (want <= kPostMax) {
+        g.want = std::max(k, want);
+        broad.push_back(g);
+        continue;
+      }
+    }
+    groups.push_back(g);
+  }
+  // Broad filters: one unfiltered search of all their queries, then each
+  // query keeps the first k of its results that pass its filters. That is
+  // the exact filtered answer whenever k of them pass (the k best matches
+  // are then among the best `want` of all); a query short of k goes on to
+  // the plans below.
+  if (!broad.empty()) {
+    uint64_t want = 0, n = 0;
+    for (const Group& g : broad) want = std::max(want, g.want), n += g.q1 - g.q0;
+    std::vector<float> q(n * dim_);
+    std::vector<uint64_t> ids(n * want);
+    std::vector<float> sc(n * want);
+    uint64_t r = 0;
+    for (const Group& g : broad)
+      for (uint64_t i = g.q0; i < g.q1; ++i, ++r)
+        std::copy(queries + i * dim_, queries + (i + 1) * dim_, q.begin() + r * dim_);
+    search_shared(q.data(), n, want, SearchFilter{}, rank, ids.data(), sc.data(), place);
+    ++plan.searches;
+    r = 0;
+    const auto ps = parts();
+    for (const Group& g : broad) {
+      std::vector<FilterTest> wt, mt;
+      for (const Store* p : ps) {
+        const FilterScope scope = p->scope_locked();
+        if (filter.where) wt.emplace_back(*filter.where, scope);
+        if (g.mine) mt.emplace_back(*g.mine, scope);
+      }
+      bool whole = true;
+      for (uint64_t i = g.q0; i < g.q1; ++i, ++r) {
+        uint64_t got = 0;
+        for (uint64_t j = 0; j < want && got < k; ++j) {
+          const uint64_t id = ids[r * want + j];
+          if (id == kNoId) break;
+          size_t pi = 0;
+          const IdMap::Entry* e = nullptr;
+          for (; pi < ps.size(); ++pi)
+            if ((e = ps[pi]->slot_of_.find(id))) break;
+          if (!e) continue;
+          const Record* rec = ps[pi]->recs_[e->second].get();
+          if (filter.where && !wt[pi].passes(e->second, rec)) continue;
+          if (g.mine && !mt[pi].passes(e->second, rec)) continue;
+          out_ids[i * k + got] = id;
+          out_scores[i * k + got] = sc[r * want + j];
+          ++got;
+        }
+        whole = whole && got == k;
+      }
+      if (whole)
+        ++plan.post_filtered;
+      else
+        groups.push_back(Group{g.q0, g.q1, g.mine});
+    }
+  }
+  // The selective plan (one store, host buffers, no normalised ranking):
+  // queries whose filters match few memories read just those, in one
+  // backend search for all of them.
+  std::vector<uint32_t> slots;
+  std::vector<uint64_t> bounds, picked;  // picked: the queries of the selective plan
+  uint64_t longest = 0;
+  for (const Group& g : groups) {
+    if (lists_ok) {
+      const Roaring r = matches_locked(filter.where, g.mine, filter);
+      const uint64_t m = r.cardinality();
       plan.matches += m;
-      run(queries + q0 * dim_, q1 - q0, out_ids + q0 * k, out_scores + q0 * k, m);
-      q0 = q1;
+      if (m * kSelective <= total) {
+        const uint64_t b = slots.size();
+        slots.resize(b + m);
+        r.toUint32Array(slots.data() + b);
+        longest = std::max(longest, m);
+        for (uint64_t q = g.q0; q < g.q1; ++q) {
+          bounds.push_back(b);
+          bounds.push_back(b + m);
+          picked.push_back(q);
+        }
+      } else {
+        words.assign((total + 63) / 64, 0);
+        for (uint32_t s : r) words[s >> 6] |= uint64_t{1} << (s & 63);
+        masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, m);
+      }
+    } else {
+      const uint64_t m = filter_bitmap_locked(filter.where, g.mine, filter, words);
+      plan.matches += m;
+      masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, m);
+    }
+  }
+  if (!picked.empty()) {
+    SlotLists lists;
+    lists.bounds = bounds.data();
+    lists.slots = slots.data();
+    lists.longest = longest;
+    const uint64_t n = picked.size();
+    // Every query, in order: then the queries and outputs are the caller's own.
+    bool all = n == nq;
+    for (uint64_t i = 0; all && i < n; ++i) all = picked[i] == i;
+    std::vector<float> q(all ? 0 : n * dim_), sc(all ? 0 : n * k);
+    std::vector<uint64_t> ids(all ? 0 : n * k);
+    for (uint64_t i = 0; !all && i < n; ++i)
+      std::copy(queries + picked[i] * dim_, queries + (picked[i] + 1) * dim_, q.begin() + i * dim_);
+    // Rows read: the backend pick weighs the candidates, not the store.
+    uint64_t read = 0;
+    for (uint64_t i = 0; i < n; ++i) read += bounds[2 * i + 1] - bounds[2 * i];
+    Backend& be = rt_.pick(Op::search, std::max<uint64_t>(read, 1) * row_bytes_);
+    search_locked(all ? queries : q.data(), n, k, nullptr, rank, &be == home_, all ? out_ids : ids.data(),
+                  all ? out_scores : sc.data(), place, &lists);
+    ++plan.searches;
+    plan.listed += n;
+    for (uint64_t i = 0; !all && i < n; ++i) {
+      std::copy(ids.begin() + i * k, ids.begin() + (i + 1) * k, out_ids + picked[i] * k);
+      std::copy(sc.begin() + i * k, sc.begin() + (i + 1) * k, out_scores + picked[i] * k);
     }
   }
   std::lock_guard<std::mutex> g(plan_mu_);

@@ -27,6 +27,17 @@ void write_all(int fd, const void* data, uint64_t bytes, const std::string& path
   }
 }
 
+void write_all_at(int fd, const void* data, uint64_t bytes, uint64_t offset, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  uint64_t off = 0;
+  while (off < bytes) {
+    const ssize_t w = ::pwrite(fd, p + off, bytes - off, static_cast<off_t>(offset + off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail(Code::io, sys_error("cannot write", path));
+    off += static_cast<uint64_t>(w);
+  }
+}
+
 void sync_parent_dir(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));

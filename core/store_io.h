@@ -13,6 +13,8 @@ namespace mnemo {
 std::string sys_error(const std::string& what, const std::string& path);
 // Writes every byte (retrying short writes); throws io.
 void write_all(int fd, const void* data, uint64_t bytes, const std::string& path);
+// The same at `offset` of the file, leaving its position where it was.
+void write_all_at(int fd, const void* data, uint64_t bytes, uint64_t offset, const std::string& path);
 // The folder holding `path` flushed, so a rename in it is on disk. Best
 // effort: some filesystems refuse fsync on folders.
 void sync_parent_dir(const std::string& path);

@@ -114,6 +114,8 @@ void check_fields(const FieldsIn& f, const std::string& where, bool corrupt) {
   };
   if (f.set & ~uint32_t{kFieldAll}) bad("set holds bits other than MNEMO_FIELD_*");
   if (f.key.size() > kMaxKeyBytes) bad("the key is longer than MNEMO_MAX_KEY_BYTES");
+  // No write can give a NUL byte (C strings): a record holding one is damaged.
+  if (f.key.find('\0') != std::string::npos) bad("the key holds a NUL byte");
   if (f.ns.size() > kMaxNamespaceDepth) bad("the namespace is deeper than MNEMO_MAX_NAMESPACE_DEPTH");
   if (f.tags.size() > kMaxTags) bad("more tags than MNEMO_MAX_TAGS");
   if (f.attrs.size() > kMaxAttributes) bad("more attributes than MNEMO_MAX_ATTRIBUTES");
@@ -137,10 +139,19 @@ void check_fields(const FieldsIn& f, const std::string& where, bool corrupt) {
         break;
       case ValueType::str:
         if (v.s.size() > kMaxNameBytes) bad("attribute '" + name + "' is a string longer than MNEMO_MAX_NAME_BYTES");
+        if (v.s.find('\0') != std::string::npos) bad("attribute '" + name + "' is a string holding a NUL byte");
         break;
       default: bad("attribute '" + name + "' has an unknown value type");
     }
   }
+}
+
+bool fields_match_set(const FieldsIn& f) {
+  const uint32_t held = (f.key.empty() ? 0u : uint32_t{kFieldKey}) | (f.ns.empty() ? 0u : uint32_t{kFieldNamespace}) |
+                        (f.tags.empty() ? 0u : uint32_t{kFieldTags}) |
+                        (f.attrs.empty() ? 0u : uint32_t{kFieldAttributes}) |
+                        (f.payload.empty() ? 0u : uint32_t{kFieldPayload});
+  return f.set == held;
 }
 
 }  // namespace mnemo
