@@ -378,6 +378,23 @@ run() {
     step "index benchmark" 540 env "${pyenv[@]}" PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/gpu/ivf_bench.py \
       --out "$out/ivf-gpu.jsonl" ${MNEMO_IVF_ARGS:-}
   fi
+  # Filtered search in the big-ann filtered track's shape (bench/filtered/:
+  # 10M x 192 f16, 10,000 queries of one or two tags) beside torch and cuVS
+  # (where staged); not part of "all". The data and its ground truth are
+  # cached in MNEMO_FILTERED_CACHE (/tmp/mnemo-filtered) for later calls on
+  # the same warm machine (a first call may make them alone:
+  # MNEMO_STEP_SKIP='filtered search'); MNEMO_FILTERED_ARGS adds options.
+  if [ "$part" = filtered ]; then
+    py_ext
+    local -a fargs=(--n 10000000 --dtype f16 --nq 10000 --cache "${MNEMO_FILTERED_CACHE:-/tmp/mnemo-filtered}")
+    step "filtered data" 540 python3 bench/filtered/gen.py "${fargs[@]}"
+    # shellcheck disable=SC2086
+    step "filtered search" "${MNEMO_FILTERED_LIMIT:-570}" env "${pyenv[@]}" PYTHONUNBUFFERED=1 \
+      PYTHONPATH="$PWD/python:${PYTHONPATH:-}" python3 bench/filtered/run.py "${fargs[@]}" --threads "$(nproc)" \
+      --peers mnemo-cuda,torch,cuvs,mnemo,numpy --batches 1000,10000 --single 1000 --slow-nq 1000 --tag gpu \
+      --out "$out/filtered-gpu.jsonl" ${MNEMO_FILTERED_ARGS:-}
+    sed -n '/^| peer | mode/,$p' "$log" | head -n 60
+  fi
   echo
   echo "== precision fuzz"
   sed -n '/^fuzz_precision on/,$p' "$log" | head -n 12
