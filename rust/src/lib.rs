@@ -12,6 +12,10 @@
 //! * [`Store::build_index`] gives a large store an inverted-file index;
 //!   searches with [`SearchOptions::nprobe`] then read only the lists
 //!   nearest each query (plus every memory written since the build).
+//! * Memories may carry a key, a namespace, tags, typed attributes and a
+//!   payload ([`Fields`], [`Store::add_with_fields`], [`Store::read`]);
+//!   a [`Where`] expression over them scopes a search
+//!   ([`SearchOptions::where_`]) or selects ids ([`Store::select`]).
 //! * [`topk_merge`] merges search results of several parts (shards, hosts)
 //!   the way sharded stores do.
 //! * Every buffer handed to the library must be 16-byte aligned; allocate
@@ -48,6 +52,8 @@ mod aligned;
 mod dtype;
 mod durable;
 mod error;
+mod fields;
+mod filter;
 mod index;
 mod merge;
 mod ops;
@@ -77,6 +83,8 @@ pub use aligned::{AlignedVec, ALIGNMENT};
 pub use dtype::{Bf16, DType, Element, Index, Storage, Time, F16};
 pub use durable::{DurableOptions, StoreStats, SyncPolicy};
 pub use error::{Error, Result, Status};
+pub use fields::{Fields, Memory, NamespaceUse, Selection, Value};
+pub use filter::{Attr, Where};
 pub use index::{IndexInfo, IndexOptions};
 pub use merge::topk_merge;
 pub use ops::{LayerNormParams, Metric, ResampleLengths, ResampleShape};

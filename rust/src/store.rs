@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::aligned::{expect_len, in_ptr, out_ptr, product, rows_of, AlignedVec, OutScalar};
 use crate::dtype::{DType, Storage};
 use crate::error::{check, Error, Result, Status};
+use crate::filter::Where;
 use crate::ops::Metric;
 use crate::runtime::{RawRuntime, Runtime};
 use crate::sys;
@@ -41,7 +42,9 @@ pub struct Hit {
     pub score: f32,
 }
 
-/// Which stored vectors a search may return.
+/// Which stored vectors a search may return, by id or slot. For what
+/// memories hold (namespaces, tags, attributes, keys, times) see [`Where`]
+/// and [`SearchOptions::where_`].
 ///
 /// ```
 /// use mnemo::Filter;
@@ -212,6 +215,15 @@ pub struct SearchOptions<'a> {
     /// the exact scan; how many of the exact top-k are found depends on the
     /// data and on `n` (`mnemo eval --nprobe` measures it).
     pub nprobe: u32,
+    /// Only memories this expression matches, for every query (see
+    /// [`Where`]). Each query gets min(k, matching memories) results, never
+    /// fewer, whatever plan the store picks. Combines with `filter` and
+    /// `where_each`: a memory must pass each.
+    pub where_: Option<&'a Where>,
+    /// One expression per query (its length must be the number of
+    /// queries): query `i` searches only what `where_each[i]` matches
+    /// (`None`: no expression of its own).
+    pub where_each: Option<&'a [Option<Where>]>,
 }
 
 impl<'a> SearchOptions<'a> {
@@ -292,9 +304,39 @@ impl<'a> SearchOptions<'a> {
         self
     }
 
+    /// Searches only what `w` matches (with every query).
+    ///
+    /// ```
+    /// use mnemo::{SearchOptions, Where};
+    /// let recent = Where::attr("year").ge(2020);
+    /// let opts = SearchOptions::new().where_(&recent);
+    /// ```
+    pub fn where_(mut self, w: &'a Where) -> Self {
+        self.where_ = Some(w);
+        self
+    }
+
+    /// Searches, for query `i`, only what `each[i]` matches (`None`: no
+    /// expression of its own); `each` holds one entry per query.
+    ///
+    /// ```
+    /// use mnemo::{SearchOptions, Where};
+    /// let per_user = [Some(Where::namespace_under(["users", "1"])), None];
+    /// let opts = SearchOptions::new().where_each(&per_user);
+    /// ```
+    pub fn where_each(mut self, each: &'a [Option<Where>]) -> Self {
+        self.where_each = Some(each);
+        self
+    }
+
     /// The C struct, after the checks that keep the library inside the
-    /// caller's slices.
-    fn to_raw(self) -> Result<sys::mnemo_search_options> {
+    /// caller's slices. `each` receives the per-query filter pointers the
+    /// struct points to: it must outlive the call.
+    fn to_raw(
+        self,
+        nq: usize,
+        each: &mut Vec<*const sys::mnemo_filter>,
+    ) -> Result<sys::mnemo_search_options> {
         // SAFETY: plain function returning a struct by value.
         let mut raw = unsafe { sys::mnemo_search_options_default() };
         raw.apply_bias = self.apply_bias as u32;
@@ -338,6 +380,20 @@ impl<'a> SearchOptions<'a> {
                 raw.filter_bitmap = in_ptr(words, "filter bitmap")?;
                 raw.filter_count = slot_count;
             }
+        }
+        if let Some(w) = self.where_ {
+            raw.where_ = w.handle()?.as_ptr();
+        }
+        if let Some(list) = self.where_each {
+            expect_len(list.len(), nq, "where_each (one per query)")?;
+            each.clear();
+            for w in list {
+                each.push(match w {
+                    Some(w) => w.handle()?.as_ptr(),
+                    None => std::ptr::null(),
+                });
+            }
+            raw.where_each = each.as_ptr();
         }
         Ok(raw)
     }
@@ -1003,12 +1059,15 @@ impl<T: Storage> Store<T> {
         let total = product(nq, k, "results (nq * k)")?;
         expect_len(ids.len(), total, "ids")?;
         expect_len(scores.len(), total, "scores")?;
-        let raw_opts = opts.to_raw()?;
+        let mut each = Vec::new();
+        let raw_opts = opts.to_raw(nq, &mut each)?;
         let q_ptr = in_ptr(queries, "queries")?;
         let ids_ptr = out_ptr(ids, "ids")?;
         let scores_ptr = out_ptr(scores, "scores")?;
         // SAFETY: live store; queries holds nq * dim floats, ids and scores
-        // nq * k entries each, filters the lengths to_raw checked; all aligned.
+        // nq * k entries each, filters the lengths to_raw checked; all
+        // aligned; the filters (and `each`, their per-query list) outlive
+        // the call.
         check(unsafe {
             sys::mnemo_store_search(
                 self.raw(),

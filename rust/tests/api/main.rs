@@ -11,6 +11,7 @@ mod aligned_vec;
 mod alignment;
 mod durable;
 mod errors;
+mod fields;
 mod index;
 mod merge;
 mod runtime;

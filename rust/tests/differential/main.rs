@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod filters;
 mod normalize;
 mod pairs;
 mod resample;
