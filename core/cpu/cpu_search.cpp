@@ -68,6 +68,15 @@ inline void score_slot(const StoreView& s, const SearchArgs& a, const float* q, 
   }
 }
 
+// Asks for a listed row a few rows ahead: the rows of a list are scattered,
+// so the hardware prefetcher does not see them coming.
+inline void prefetch_slot(const StoreView& s, uint64_t slot) {
+  const size_t row_bytes = s.dim * dtype_size(s.dtype);
+  const char* p = static_cast<const char*>(s.vectors) + slot * row_bytes;
+  for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o);
+}
+constexpr uint64_t kAheadRows = 4;
+
 // The rows of `bits` (slot b0 + r for bit r) scored one by one.
 void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t b0,
                  uint64_t bits, TopK* tops) {
@@ -84,15 +93,47 @@ void list_search(const SearchArgs& a, int nt) {
   const SlotLists& L = *a.lists;
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(L.longest, 1));
   ParallelErrors errors;
+  const uint32_t* sl = L.slots;
+  if (a.nq < static_cast<uint64_t>(nt)) {
+    // Fewer queries than threads: each query's list is shared out in
+    // chunks and the threads' selections merged (the order is total, so
+    // any split gives the same answer).
+    constexpr uint64_t kChunk = 512;
+    for (uint64_t i = 0; i < a.nq; ++i) {
+      const float* q = a.queries + i * s.dim;
+      const float qn = query_norm(q, s.dim);
+      const uint64_t b = L.bounds[2 * i], e = L.bounds[2 * i + 1];
+      std::vector<TopK> parts(static_cast<size_t>(nt), TopK(cap));
+      std::atomic<uint64_t> next{b};
+#pragma omp parallel num_threads(nt)
+      errors.run([&] {
+#ifdef _OPENMP
+        TopK& top = parts[static_cast<size_t>(omp_get_thread_num())];
+#else
+        TopK& top = parts[0];
+#endif
+        for (uint64_t c = next.fetch_add(kChunk); c < e; c = next.fetch_add(kChunk))
+          for (uint64_t j = c; j < std::min(e, c + kChunk); ++j) {
+            if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
+            if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn, sl[j], &top);
+          }
+      });
+      errors.rethrow();
+      for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
+      write_results(parts[0].take_sorted(), a, i, s.metric);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t i = 0; i < static_cast<int64_t>(a.nq); ++i) {
     errors.run([&] {
       const float* q = a.queries + static_cast<uint64_t>(i) * s.dim;
       const float qn = query_norm(q, s.dim);
       TopK top(cap);
-      const uint32_t* sl = L.slots;
-      for (uint64_t j = L.bounds[2 * i]; j < L.bounds[2 * i + 1]; ++j)
+      for (uint64_t j = L.bounds[2 * i], e = L.bounds[2 * i + 1]; j < e; ++j) {
+        if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
         if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn, sl[j], &top);
+      }
       write_results(top.take_sorted(), a, static_cast<uint64_t>(i), s.metric);
     });
   }

@@ -189,7 +189,22 @@ uint64_t bound(const Filter& f, uint32_t i, const FilterScope& s) {
       }
       return std::min(all, n.op == FilterOp::any ? sum : least);
     }
-    case NodeKind::ns: return s.postings->any_ns().cardinality();
+    case NodeKind::ns: {
+      std::vector<uint32_t> parts;
+      for (const auto& p : n.strs) {
+        const uint32_t id = s.pool->find(p);
+        if (!id) return 0;
+        parts.push_back(id);
+      }
+      if (n.op == FilterOp::ns_eq) {
+        const uint32_t id = s.namespaces->find(parts);
+        return id ? size_of(s.postings->ns(id)) : 0;
+      }
+      if (parts.empty()) return s.postings->any_ns().cardinality();
+      uint64_t sum = 0;
+      for (uint32_t id : s.namespaces->under(parts)) sum += size_of(s.postings->ns(id));
+      return std::min(all, sum);
+    }
     case NodeKind::attribute: {
       const uint32_t name = s.pool->find(n.name);
       if (!name) return 0;
