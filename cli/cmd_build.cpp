@@ -1,12 +1,14 @@
-// mnemo build: store the vectors of a file (ids are row numbers), optionally
-// build its inverted-file index (--index ivf), and save it: the saved store
-// (or the durable store's snapshot) carries the index.
+// mnemo build: store the vectors of a file (ids are row numbers), with
+// per-row fields from a JSON-lines file (--fields), optionally build its
+// inverted-file index (--index ivf), and save it: the saved store (or the
+// durable store's snapshot) carries the fields and the index.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "common.h"
+#include "fields_jsonl.h"
 #include "formats.h"
 #include "index_ops.h"
 #include "store_ops.h"
@@ -15,8 +17,8 @@ namespace cli {
 
 int cmd_build(int argc, char** argv) {
   Args a(argc, argv, 2,
-         {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance", "index", "nlist",
-          "train-iters", "index-seed"},
+         {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance", "fields",
+          "index", "nlist", "train-iters", "index-seed"},
          {"durable"});
   const std::string out = a.str("out");
   const int32_t metric = parse_metric(a.str("metric", "l2"));
@@ -53,8 +55,15 @@ int cmd_build(int argc, char** argv) {
       for (size_t i = 0; i < v.size(); ++i) importance[i] = static_cast<float>(v[i]);
     }
   }
+  FieldRows fields;
+  if (a.has("fields")) {
+    fields = read_fields_jsonl(a.str("fields"));
+    if (fields.size() != m.rows)
+      throw Error("--fields holds " + std::to_string(fields.size()) + " lines for " + std::to_string(m.rows) + " rows");
+  }
   t0 = now_seconds();
-  add_rows(s.s, m, a.has("times") ? &times : nullptr, a.has("importance") ? &importance : nullptr);
+  add_rows(s.s, m, a.has("times") ? &times : nullptr, a.has("importance") ? &importance : nullptr,
+           a.has("fields") ? fields.data() : nullptr);
   const double t_add = now_seconds() - t0;
   // In a durable store the layout is journaled here, and the checkpoint
   // below writes it into the snapshot.

@@ -1,16 +1,20 @@
 // mnemo search: k nearest stored vectors of each query, as TSV (query, rank,
-// id, score) or as .ivecs (one row of k ids per query).
+// id, score) or as .ivecs (one row of k ids per query), optionally only
+// among the memories a filter expression matches (--where, --where-json).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "common.h"
 #include "formats.h"
 #include "index_ops.h"
 #include "store_ops.h"
+#include "where_parse.h"
 
 namespace cli {
 
@@ -45,12 +49,36 @@ mnemo_search_options activation_options(const Args& a) {
   return o;
 }
 
+// --where and --where-json (both: a memory must match each) as one tree;
+// false when neither is given.
+bool where_tree(const Args& a, WhereNode& out) {
+  std::vector<WhereNode> parts;
+  for (const char* name : {"where", "where-json"}) {
+    if (!a.has(name)) continue;
+    const std::string text = a.str(name);
+    try {
+      parts.push_back(std::string(name) == "where" ? parse_where(text) : parse_where_json(text));
+    } catch (const WhereError& e) {
+      const std::string caret = point_at(text, e.column);
+      throw UsageError("--" + std::string(name) + ": " + e.what() + (caret.empty() ? "" : "\n" + caret));
+    }
+  }
+  if (parts.empty()) return false;
+  if (parts.size() == 1) {
+    out = std::move(parts[0]);
+  } else {
+    out.kind = WhereNode::kAnd;
+    out.kids = std::move(parts);
+  }
+  return true;
+}
+
 }  // namespace
 
 int cmd_search(int argc, char** argv) {
   Args a(argc, argv, 2,
          {"store", "queries", "k", "out", "batch", "backend", "precision", "threads", "recency-half-life", "now",
-          "w-rel", "w-rec", "w-imp", "nprobe"},
+          "w-rel", "w-rec", "w-imp", "nprobe", "where", "where-json"},
          {"durable", "normalize", "touch"});
   const uint64_t k = a.num("k");
   if (k == 0) throw UsageError("--k must be at least 1");
@@ -61,6 +89,9 @@ int cmd_search(int argc, char** argv) {
     if (nprobe > UINT32_MAX) throw UsageError("--nprobe must be at most " + std::to_string(UINT32_MAX));
     opts.nprobe = static_cast<uint32_t>(nprobe);
   }
+  // Parsed before any file is read, so a malformed expression fails fast.
+  WhereNode tree;
+  const bool scoped = where_tree(a, tree);
   Runtime rt(a);
   Store s;
   const std::string path = a.str("store");
@@ -76,6 +107,16 @@ int cmd_search(int argc, char** argv) {
     probed = info.nlist == 0
                  ? ", nprobe " + std::to_string(opts.nprobe) + " (the store has no index: exact scan)"
                  : ", nprobe " + std::to_string(opts.nprobe) + " of " + std::to_string(info.nlist) + " lists";
+  }
+  FilterHandle filter;
+  std::string matching;
+  if (scoped) {
+    build_filter(tree, filter, a.has("where") ? "--where" : "--where-json");
+    opts.where = filter.f;
+    uint64_t written = 0, total = 0, count = 0;
+    check(mnemo_store_select(s.s, filter.f, 0, 0, nullptr, &written, &total), "counting the matching memories");
+    check(mnemo_store_count(s.s, &count), "store count");
+    matching = ", " + std::to_string(total) + " of " + std::to_string(count) + " memories match";
   }
   AVec<uint64_t> ids;
   AVec<float> scores;
@@ -108,9 +149,10 @@ int cmd_search(int argc, char** argv) {
       }
     if (std::ferror(f.get())) throw Error("cannot write '" + out + "'");
   }
-  std::fprintf(stderr, "searched %llu queries, k = %llu on %s%s: %.3f s (%.0f queries/s)%s%s\n",
+  std::fprintf(stderr, "searched %llu queries, k = %llu on %s%s%s: %.3f s (%.0f queries/s)%s%s\n",
                static_cast<unsigned long long>(q.rows), static_cast<unsigned long long>(k), rt.describe().c_str(),
-               probed.c_str(), secs, q.rows / secs, out == "-" ? "" : ", results in ", out == "-" ? "" : out.c_str());
+               probed.c_str(), matching.c_str(), secs, q.rows / secs, out == "-" ? "" : ", results in ",
+               out == "-" ? "" : out.c_str());
   return 0;
 }
 

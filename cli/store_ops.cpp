@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "progress.h"
 
 namespace cli {
 
-void add_rows(mnemo_store* s, const FloatRows& m, const AVec<double>* times, const AVec<float>* importance) {
+void add_rows(mnemo_store* s, const FloatRows& m, const AVec<double>* times, const AVec<float>* importance,
+              const mnemo_memory_fields* fields) {
   constexpr uint64_t kBatch = 8192;
   AVec<uint64_t> ids(kBatch);
   Progress p("add", m.rows);
@@ -17,9 +19,13 @@ void add_rows(mnemo_store* s, const FloatRows& m, const AVec<double>* times, con
     const uint64_t n = std::min(kBatch, m.rows - i);
     for (uint64_t j = 0; j < n; ++j) ids[j] = i + j;
     // kBatch keeps every slice of the f64 and f32 arrays 16-byte aligned.
-    check(mnemo_store_add_memories(s, ids.data(), m.row(i), MNEMO_DTYPE_F32, n, times ? times->data() + i : nullptr,
-                                   importance ? importance->data() + i : nullptr),
-          "adding vectors");
+    // A refusal names fields[j] of this batch: say which rows it holds.
+    const std::string what = fields ? "adding rows " + std::to_string(i) + ".." + std::to_string(i + n - 1) +
+                                          " (fields[j] is row " + std::to_string(i) + " + j)"
+                                    : std::string("adding vectors");
+    check(mnemo_store_add_with_fields(s, ids.data(), m.row(i), MNEMO_DTYPE_F32, n, times ? times->data() + i : nullptr,
+                                      importance ? importance->data() + i : nullptr, fields ? fields + i : nullptr),
+          what.c_str());
     p.update(i + n);
   }
 }

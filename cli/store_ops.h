@@ -9,9 +9,10 @@
 
 namespace cli {
 
-// Rows get their row numbers as ids; times and importance ([rows]) optional.
+// Rows get their row numbers as ids; times and importance ([rows]) and
+// fields ([rows], mnemo_memory_fields) optional.
 void add_rows(mnemo_store* s, const FloatRows& m, const AVec<double>* times = nullptr,
-              const AVec<float>* importance = nullptr);
+              const AVec<float>* importance = nullptr, const mnemo_memory_fields* fields = nullptr);
 // One finite number per line (a times or importance file).
 std::vector<double> read_numbers(const std::string& path);
 // ids/scores: [queries.rows x k]; returns the seconds spent in searches.

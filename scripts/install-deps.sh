@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libgtest-dev libxxhash-dev libomp-dev
       python3 python3-dev python3-pip python3-numpy python3-pytest bindgen clang-14 libclang-rt-14-dev binutils
-      libhwy-dev libopenblas-dev libroaring-dev)
+      libhwy-dev libopenblas-dev libroaring-dev nlohmann-json3-dev)
 optional=(ccache)
 if [ "${1:-}" = bench ]; then
   pkgs+=(libfaiss-dev python3-matplotlib)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The mnemo tool end to end on a small generated set: build, search (.tsv and
 # .ivecs), eval with recall 1.0 for exact search, the inverted-file index
-# (build --index ivf, eval --nprobe, search --nprobe), and clean failures (status
+# (build --index ivf, eval --nprobe, search --nprobe), fields and filters
+# (build --fields, search --where / --where-json), and clean failures (status
 # 1 with a message, never a signal) for malformed and mismatched inputs.
 # Usage: cli_flow.sh <path/to/mnemo>
 set -eu
@@ -101,4 +102,31 @@ usage_fails "nprobe wants whole numbers" "$mnemo" eval --store "$d/ivf.mnemo" --
 usage_fails "nprobe wants whole numbers" "$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 10 --nprobe 0
 usage_fails "truth FILE is needed" "$mnemo" eval --store "$d/ivf.mnemo" --queries "$d/q.fvecs" --k 10
 fails "has no index for --nprobe" "$mnemo" eval --store "$d/s.mnemo" --queries "$d/q.fvecs" --truth "$d/t.ivecs" --k 10 --nprobe 4
+# Fields and filters: build --fields (a JSON-lines file, a line a row),
+# search --where and --where-json: every result matches, the two forms of
+# one filter give the same results, a filter matching nothing pads, and
+# malformed expressions and fields files fail with their place.
+awk 'BEGIN { for (i = 0; i < 3000; i++)
+  printf "{\"key\": \"k%d\", \"namespace\": \"users/%d\", \"tags\": [\"%s\"], \"attributes\": {\"year\": %d}}\n",
+    i, i % 10, (i % 3 ? "misc" : "news"), 2000 + i % 25 }' > "$d/fields.jsonl"
+"$mnemo" build --input "$d/b.fvecs" --out "$d/f.mnemo" --fields "$d/fields.jsonl" > /dev/null
+"$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rw.tsv" \
+  --where 'year>=2020 and tag:news and ns:users/4/* and not key:k24' 2> "$d/rw.err"
+want=$(awk 'BEGIN { for (i = 0; i < 3000; i++) n += (i % 3 == 0 && i % 25 >= 20 && i % 10 == 4 && i != 24); print n }')
+grep -q "$want of 3000 memories match" "$d/rw.err" || { cat "$d/rw.err"; exit 1; }
+[ "$(wc -l < "$d/rw.tsv")" -eq $((40 * 10 + 1)) ] || { echo "expected 400 scoped result lines"; exit 1; }
+awk -F'\t' 'NR > 1 { i = $3; if (!(i % 3 == 0 && i % 25 >= 20 && i % 10 == 4 && i != 24)) { print "id " i " does not match"; bad = 1 } }
+  END { exit bad }' "$d/rw.tsv"
+"$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rj.tsv" 2> /dev/null --where-json \
+  '{"year": {"$gte": 2020}, "$tags": "news", "$namespace": {"$under": "users/4"}, "$not": {"$key": "k24"}}'
+cmp -s "$d/rw.tsv" "$d/rj.tsv" || { echo "--where and --where-json differ"; exit 1; }
+"$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 3 --where 'id:7' --out "$d/r1.tsv" 2> /dev/null
+[ "$(wc -l < "$d/r1.tsv")" -eq 41 ] || { echo "expected one result a query for id:7"; exit 1; }
+usage_fails "where: column 9: expected a value after '>='" \
+  "$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 3 --where 'year >= and tag:news'
+usage_fails "where-json: column 9: not JSON" "$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 3 --where-json '{"year":'
+printf '{}\n{"tags": "news"}\n' > "$d/bad-fields.jsonl"
+fails "bad-fields.jsonl:2: \"tags\" must be a list of strings" \
+  "$mnemo" build --input "$d/b.fvecs" --out "$d/z.mnemo" --fields "$d/bad-fields.jsonl"
+
 echo "cli flow: all steps passed"
