@@ -22,6 +22,8 @@ missing):
   mnemo         exact: Store search with one filter a query (the C ABI's
                 where_each: ALL of the query's tags), batches of --batches
                 queries; and one query a call (where).
+  mnemo-callers the same one query a call from --threads Python threads,
+                the runtime on one thread (the faiss peers' way).
   mnemo-ivf     the same over mnemo's inverted-file index, nprobe swept (a
                 filtered query reads further lists until it has k
                 candidates, or scans its matching rows exactly).
@@ -86,7 +88,8 @@ sys.path.insert(0, HERE)
 
 import gen  # noqa: E402 - beside this file
 
-PEERS = ["numpy", "faiss-flat", "faiss-ivf", "faiss-hybrid", "mnemo", "mnemo-ivf", "mnemo-cuda", "cuvs", "torch"]
+PEERS = ["numpy", "faiss-flat", "faiss-ivf", "faiss-hybrid", "mnemo", "mnemo-callers", "mnemo-ivf", "mnemo-cuda",
+         "cuvs", "torch"]
 TRACK_THRESHOLD = 1e-3  # the track baseline's switch to an exact scan of the matching rows
 NO_ID = 2**64 - 1
 SELECTOR = {"bitmap": "IDSelectorBitmap", "batch": "IDSelectorBatch"}
@@ -136,7 +139,8 @@ class Bench:
         self.ids_s = time.perf_counter() - t0
         assert all(len(m) == c for m, c in zip(self.ids, self.nmatch))
         self.emit("inverted index", "inverted index", "-", mode="build", build_s=round(self.index_s, 3),
-                  ids_s=round(self.ids_s, 3), ids_ms_per_query=round(1e3 * self.ids_s / self.nq, 4), recall=None, qps=None)
+                  ids_s=round(self.ids_s, 3), ids_ms_per_query=round(1e3 * self.ids_s / self.nq, 4), recall=None,
+                  qps=None)
 
     def recall(self, got: np.ndarray, nq: Optional[int] = None) -> np.ndarray:
         """Per query: hits / min(k, matching rows)."""
@@ -278,6 +282,10 @@ def selector(b: Bench, faiss: Any, ids: np.ndarray) -> tuple:
     return faiss.IDSelectorBitmap(len(bm), faiss.swig_ptr(bm)), bm  # n: bytes
 
 
+def callers(b: Bench) -> str:
+    return f"one query a call, {b.a.threads} caller threads"
+
+
 def per_query(b: Bench, faiss: Any, nq: int, one: Callable[[int], np.ndarray]) -> tuple:
     """one(j) for j < nq from --threads threads, each faiss call on one
     thread (the track baseline's ThreadPool); (seconds, ids [nq, k])."""
@@ -316,8 +324,8 @@ def run_faiss_flat(b: Bench) -> None:
         return i[0]
 
     dt, got, lat = per_query(b, faiss, nq, one)
-    b.timed_emit("faiss-flat", f"faiss IndexFlatIP + {SELECTOR[b.a.faiss_selector]}", "exact", "one query a call",
-                 1, dt, got, build_s=round(build_s, 2), version=faiss.__version__, latency=lat)
+    b.timed_emit("faiss-flat", f"faiss IndexFlatIP + {SELECTOR[b.a.faiss_selector]}", "exact", callers(b), 1, dt,
+                 got, build_s=round(build_s, 2), version=faiss.__version__, latency=lat)
     del index
 
 
@@ -357,7 +365,7 @@ def run_faiss_ivf(b: Bench, hybrid: bool) -> None:
             return i[0]
 
         dt, got, lat = per_query(b, faiss, b.nq, one)
-        b.timed_emit(peer, name, f"nprobe={p}", "one query a call", 1, dt, got, nprobe=p, nlist=nlist,
+        b.timed_emit(peer, name, f"nprobe={p}", callers(b), 1, dt, got, nprobe=p, nlist=nlist,
                      build_s=round(build_s, 2), version=faiss.__version__, latency=lat)
 
 
@@ -400,7 +408,7 @@ class MnemoFiltered:
     """A mnemo store holding the rows and their tags, searched with tag
     filters through the C ABI (ctypes)."""
 
-    def __init__(self, b: Bench, backend: str, precision: str = "exact") -> None:
+    def __init__(self, b: Bench, backend: str, precision: str = "exact", threads: int = 0) -> None:
         try:
             import mnemo
             from mnemo import _cdefs, _lib
@@ -444,7 +452,7 @@ class MnemoFiltered:
         self.names[:] = np.frombuffer(b"\0".join(names) + b"\0", dtype=np.uint8)
         self.names_at = self.names.ctypes.data
         try:
-            self.rt = mnemo.Runtime(backend, precision=precision, threads=b.a.threads)
+            self.rt = mnemo.Runtime(backend, precision=precision, threads=threads or b.a.threads)
         except Exception as e:
             raise Skip(f"no {backend} runtime ({type(e).__name__}: {e})")
         self.store = mnemo.Store(self.rt, b.dim, b.a.dtype, "dot")
@@ -547,6 +555,30 @@ class MnemoFiltered:
             b.timed_emit(peer, impl, setting, "one query a call", 1, dt, got, with_ids=False,
                          build_s=round(self.build_s, 2), latency=lat, **extra)
 
+    def run_callers(self, peer: str, impl: str, **extra: Any) -> None:
+        """One query a call from --threads Python threads (the faiss peers'
+        way), the runtime on one thread."""
+        b = self.b
+        got = np.empty((b.nq, b.k), dtype=np.uint64)
+        lat = np.zeros(b.nq)
+
+        def body(j: int) -> None:
+            t = time.perf_counter()
+            got[j] = self.search(j, j + 1)[0]
+            lat[j] = time.perf_counter() - t
+
+        pool = ThreadPool(b.a.threads)
+        try:
+            pool.map(body, range(min(b.nq, 20)))  # warm-up
+            t0 = time.perf_counter()
+            pool.map(body, range(b.nq), chunksize=4)
+            dt = time.perf_counter() - t0
+        finally:
+            pool.close()
+            pool.join()
+        b.timed_emit(peer, impl, "exact", callers(b), 1, dt, got,
+                     with_ids=False, build_s=round(self.build_s, 2), latency=lat, **extra)
+
     def close(self) -> None:
         self.store.close()
         self.rt.close()
@@ -560,11 +592,15 @@ def mnemo_version() -> str:
         return "?"
 
 
-def run_mnemo(b: Bench, backend: str, ivf: bool = False) -> None:
+def run_mnemo(b: Bench, backend: str, ivf: bool = False, callers: bool = False) -> None:
     peer = {"cpu": "mnemo", "cuda": "mnemo-cuda"}[backend] + ("-ivf" if ivf else "")
-    s = MnemoFiltered(b, backend)
+    s = MnemoFiltered(b, backend, threads=1 if callers else 0)
     try:
         where = "CPU" if backend == "cpu" else "CUDA"
+        if callers:
+            s.run_callers(peer, f"mnemo {where} on one thread a call, where (ALL of the query's tags)",
+                          version=mnemo_version())
+            return
         batches = [int(v) for v in b.a.batches.split(",")]
         if not ivf:
             s.run(peer, f"mnemo {where}, where_each (ALL of the query's tags)", batches, b.a.single,
@@ -775,6 +811,7 @@ def main() -> int:
         "faiss-ivf": lambda: run_faiss_ivf(b, hybrid=False),
         "faiss-hybrid": lambda: run_faiss_ivf(b, hybrid=True),
         "mnemo": lambda: run_mnemo(b, "cpu"),
+        "mnemo-callers": lambda: run_mnemo(b, "cpu", callers=True),
         "mnemo-ivf": lambda: run_mnemo(b, "cpu", ivf=True),
         "mnemo-cuda": lambda: run_mnemo(b, "cuda"),
         "cuvs": lambda: run_cuvs(b),
