@@ -58,7 +58,7 @@ fn main() {
         // own needs come from the system.
         println!("cargo:rustc-link-lib=static=mnemo");
         for lib in [
-            "stdc++", "gomp", "xxhash", "hwy", "openblas", "dl", "pthread", "m",
+            "stdc++", "gomp", "xxhash", "hwy", "openblas", "roaring", "dl", "pthread", "m",
         ] {
             println!("cargo:rustc-link-lib=dylib={lib}");
         }
