@@ -44,7 +44,7 @@ ABI_CHECK(offsetof(mnemo_runtime_report, shards) == 424);
 ABI_CHECK(offsetof(mnemo_runtime_report, device_count) == 428);
 ABI_CHECK(offsetof(mnemo_runtime_report, devices) == 432);
 
-ABI_CHECK(sizeof(mnemo_search_options) == 104);
+ABI_CHECK(sizeof(mnemo_search_options) == 120);
 ABI_CHECK(offsetof(mnemo_search_options, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_search_options, filter_kind) == 4);
 ABI_CHECK(offsetof(mnemo_search_options, filter_ids) == 8);
@@ -68,6 +68,31 @@ ABI_CHECK(offsetof(mnemo_search_options, device_status) == 88);
 /* Sublinear recall, appended after the 96 bytes of the device check. */
 ABI_CHECK(offsetof(mnemo_search_options, nprobe) == 96);
 ABI_CHECK(offsetof(mnemo_search_options, reserved2) == 100);
+/* Filters over memories' fields, appended after 104 bytes. */
+ABI_CHECK(offsetof(mnemo_search_options, where) == 104);
+ABI_CHECK(offsetof(mnemo_search_options, where_each) == 112);
+
+/* Memories' fields. */
+ABI_CHECK(sizeof(mnemo_value) == 32);
+ABI_CHECK(offsetof(mnemo_value, type) == 0);
+ABI_CHECK(offsetof(mnemo_value, i) == 8);
+ABI_CHECK(offsetof(mnemo_value, d) == 16);
+ABI_CHECK(offsetof(mnemo_value, s) == 24);
+ABI_CHECK(sizeof(mnemo_attribute) == 40);
+ABI_CHECK(offsetof(mnemo_attribute, value) == 8);
+ABI_CHECK(sizeof(mnemo_memory_fields) == 72);
+ABI_CHECK(offsetof(mnemo_memory_fields, set) == 4);
+ABI_CHECK(offsetof(mnemo_memory_fields, key) == 8);
+ABI_CHECK(offsetof(mnemo_memory_fields, namespace_parts) == 16);
+ABI_CHECK(offsetof(mnemo_memory_fields, namespace_depth) == 24);
+ABI_CHECK(offsetof(mnemo_memory_fields, tag_count) == 28);
+ABI_CHECK(offsetof(mnemo_memory_fields, tags) == 32);
+ABI_CHECK(offsetof(mnemo_memory_fields, attributes) == 40);
+ABI_CHECK(offsetof(mnemo_memory_fields, attribute_count) == 48);
+ABI_CHECK(offsetof(mnemo_memory_fields, payload) == 56);
+ABI_CHECK(offsetof(mnemo_memory_fields, payload_bytes) == 64);
+ABI_CHECK(MNEMO_OP_NAMESPACE_UNDER == 14);
+ABI_CHECK(MNEMO_FIELD_ALL == 31);
 
 ABI_CHECK(sizeof(mnemo_index_options) == 56);
 ABI_CHECK(offsetof(mnemo_index_options, nlist) == 4);
