@@ -185,8 +185,8 @@ void members(const json& j, const std::string& path, One one) {
   if (j.is_object()) {
     if (j.size() != 1 || (!j.contains("$in") && !j.contains("$eq")))
       bad(path, "expected {\"$in\": [...]}, {\"$eq\": ...}, a list or one value");
-    const auto& [op, v] = *j.items().begin();
-    members(v, path + "." + op, one);
+    const auto it = j.begin();
+    members(it.value(), path + "." + it.key(), one);
     return;
   }
   if (j.is_array()) {
