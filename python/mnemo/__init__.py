@@ -30,6 +30,8 @@ from .arrays import ALIGNMENT, aligned_array, aligned_empty, aligned_zeros, is_a
 from .bf16 import bf16_to_f32, f32_to_bf16
 from .enums import Backend, DType, FilterKind, Metric, Precision, Status
 from .errors import LibraryLoadError, MnemoError, MnemoTypeError, MnemoValueError
+from .fields import Memory
+from .filters import Filter
 from .merge import topk_merge
 from .ops import layer_norm, normalize_rows, resample, score_pairs, similarity
 from .runtime import Runtime, RuntimeInfo
@@ -70,7 +72,7 @@ __all__ = [
     "Backend", "DType", "FilterKind", "Metric", "Precision", "Status",
     "LibraryLoadError", "MnemoError", "MnemoTypeError", "MnemoValueError",
     "Runtime", "RuntimeInfo", "Store", "StoreShape", "StoreStats", "open_durable",
-    "Activation", "IndexInfo", "MemoryMeta",
+    "Activation", "IndexInfo", "MemoryMeta", "Memory", "Filter",
     "aligned_array", "aligned_empty", "aligned_zeros", "is_aligned",
     "bf16_to_f32", "f32_to_bf16", "bitmap_from_mask", "topk_merge",
     "similarity", "score_pairs", "resample", "normalize_rows", "layer_norm",

@@ -10,11 +10,12 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _cdefs, _native
+from . import fields as _fields
 from ._lib import check, lib
 from ._owned import OwnedHandle
 from .arrays import (ALIGNMENT, INDICES, aligned_empty, aligned_zeros, check_shape, check_u64,
@@ -22,6 +23,8 @@ from .arrays import (ALIGNMENT, INDICES, aligned_empty, aligned_zeros, check_sha
 from .arrays import ptr as host_ptr
 from .enums import Backend, DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoError, MnemoTypeError, MnemoValueError
+from .fields import Memory
+from .filters import Filter, Where, as_filter
 from .tensors import Placement, ptr
 
 # The compiled search calls (mnemo._mnemo_ext), or a stand-in that raises
@@ -537,8 +540,11 @@ class Store(OwnedHandle):
             ids, "ids", [np.uint64], ndim=1, kind=INDICES)
 
     def add(self, ids: Any, vectors: Any, *, times: Any = None, importance: Any = None,
+            keys: Any = None, namespaces: Any = None, tags: Any = None,
+            attributes: Any = None, payloads: Any = None,
             copy: Optional[bool] = None) -> None:
-        """Adds or replaces (upsert) vectors.
+        """Adds or replaces (upsert) vectors, and what the memories hold
+        besides them.
 
         Args:
             ids: [count] non-negative integers (uint64; lists, int64 and
@@ -550,6 +556,15 @@ class Store(OwnedHandle):
                 for one id), e.g. time.time(); None keeps an upserted
                 memory's time and gives a new memory 0.
             importance: float32 [count] (or a number), same rules.
+            keys, namespaces, tags, attributes, payloads: None (the field is
+                not written), or a list with one entry per id: None leaves
+                that memory's field as it is (a new memory has none), any
+                other entry replaces it. keys: str, unique in the store ("":
+                none); namespaces: tuples of str (a str is refused: "/" may
+                be inside a part); tags: lists of str; attributes: dicts of
+                name -> int, float, bool or str; payloads: str (stored as
+                UTF-8) or bytes. mnemo_store_add_with_fields; a key held by
+                another memory raises MnemoError(MNEMO_E_INVALID_ARGUMENT).
             copy: False refuses arguments that would need a conversion.
 
         Every check runs before the library is called: a refused argument
@@ -567,6 +582,15 @@ class Store(OwnedHandle):
         if v.ndim == 1:
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
+        if _fields.any_given(keys, namespaces, tags, attributes, payloads):
+            rows = _fields.FieldRows(i.shape[0], keys, namespaces, tags, attributes, payloads)
+            t = None if times is None else self._per_id(i, times, "times", np.float64, copy)
+            m = None if importance is None else self._per_id(i, importance, "importance",
+                                                              np.float32, copy)
+            check(lib.mnemo_store_add_with_fields(self.handle, host_ptr(i), host_ptr(v),
+                                                  mnemo_dtype(v), i.shape[0], host_ptr(t),
+                                                  host_ptr(m), rows.array))
+            return
         if times is None and importance is None:
             check(lib.mnemo_store_add(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
                                       i.shape[0]))
@@ -621,7 +645,75 @@ class Store(OwnedHandle):
         m = self._per_id(i, importance, "importance", np.float32)
         check(lib.mnemo_store_set_importance(self.handle, host_ptr(i), host_ptr(m), i.shape[0]))
 
+    def update_fields(self, ids: Any, *, keys: Any = None, namespaces: Any = None,
+                      tags: Any = None, attributes: Any = None, payloads: Any = None) -> None:
+        """Writes fields of memories already in the store, their vectors,
+        times and other fields untouched (mnemo_store_update_fields). The
+        arguments are those of add(). An absent id raises
+        MnemoError(MNEMO_E_NOT_FOUND), a key held by another memory
+        MNEMO_E_INVALID_ARGUMENT; then nothing changes."""
+        i = self._ids(ids)
+        rows = _fields.FieldRows(i.shape[0], keys, namespaces, tags, attributes, payloads)
+        check(lib.mnemo_store_update_fields(self.handle, host_ptr(i), rows.array, i.shape[0]))
+
     # Reads.
+
+    def ids_of_keys(self, keys: Any) -> np.ndarray:
+        """The id of each key (a list of str) as uint64 [len(keys)]; NO_ID
+        for a key no memory holds (mnemo_store_ids_of_keys)."""
+        arr, n = _fields.lookup_keys(keys)
+        out = aligned_empty(n, np.uint64)
+        if n:
+            check(lib.mnemo_store_ids_of_keys(self.handle, arr, n, host_ptr(out)))
+        return out
+
+    def read(self, ids: Any) -> "list[Optional[Memory]]":
+        """The fields, time and importance of each id as a Memory, None for
+        an id not in the store (mnemo_store_read); one int reads one."""
+        return _fields.read_memories(self.handle, self._ids(ids))
+
+    def select(self, where: Optional[Where] = None, offset: int = 0,
+               limit: Optional[int] = None) -> np.ndarray:
+        """The ids (uint64, ascending) of the memories `where` (a Filter or
+        its dictionary form; None: every memory) matches, skipping the
+        first `offset`, at most `limit` of them (mnemo_store_select)."""
+        offset = check_u64(offset, "offset")
+        limit = None if limit is None else check_u64(limit, "limit")
+        f, made = as_filter(where)
+        try:
+            h = None if f is None else f.handle
+            want = max(self.count() - offset, 0)
+            while True:
+                cap = want if limit is None else min(want, limit)
+                out = aligned_empty(cap, np.uint64)
+                written, total = ctypes.c_uint64(), ctypes.c_uint64()
+                check(lib.mnemo_store_select(self.handle, h, offset, cap,
+                                             host_ptr(out) if cap else None,
+                                             ctypes.byref(written), ctypes.byref(total)))
+                want = max(total.value - offset, 0)
+                # Grown meanwhile by another thread's add: once more.
+                if written.value >= (want if limit is None else min(want, limit)):
+                    return out[:written.value]
+        finally:
+            if made:
+                f.close()  # type: ignore[union-attr]
+
+    def count_where(self, where: Optional[Where] = None) -> int:
+        """How many memories `where` matches (None: every memory)."""
+        f, made = as_filter(where)
+        try:
+            written, total = ctypes.c_uint64(), ctypes.c_uint64()
+            check(lib.mnemo_store_select(self.handle, None if f is None else f.handle, 0, 0, None,
+                                         ctypes.byref(written), ctypes.byref(total)))
+            return total.value
+        finally:
+            if made:
+                f.close()  # type: ignore[union-attr]
+
+    def namespaces(self) -> "list[Tuple[Tuple[str, ...], int]]":
+        """Each namespace the memories hold, as (parts, how many memories),
+        sorted by parts (mnemo_store_namespaces)."""
+        return _fields.store_namespaces(self.handle)
 
     def get(self, id: int, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """The stored (rounded) vector of `id` as float32 [dim];
@@ -647,6 +739,7 @@ class Store(OwnedHandle):
                filter_count: Optional[int] = None, apply_bias: bool = False,
                activation: Union[Activation, bool, None] = None,
                now: Optional[float] = None, touch: bool = False, nprobe: int = 0,
+               where: Optional[Where] = None, where_each: Any = None,
                out_ids: Any = None, out_scores: Any = None,
                copy: Optional[bool] = None) -> Tuple[Any, Any]:
         """k best stored vectors per query (mnemo_store_search; for CUDA
@@ -682,6 +775,13 @@ class Store(OwnedHandle):
                 lists read, scores, ties, filters, bias and activation are
                 those of the exact scan; how much of the exact top-k is
                 found depends on the data and on n (mnemo eval --nprobe).
+            where: a Filter, or its dictionary form (see mnemo.Filter):
+                every query searches only the memories it matches.
+            where_each: one Filter, dict or None per query: query i searches
+                only what where_each[i] matches (None: no filter of its
+                own). With where and the id or bitmap filters, a memory must
+                pass each. A filtered query gets min(k, matching memories)
+                results, never fewer, with or without an index.
             copy: False refuses queries that would need a conversion.
 
         Returns:
@@ -701,7 +801,8 @@ class Store(OwnedHandle):
             nprobe = _check_nprobe(nprobe)
         handle = self._handle
         if (handle is not None and filter_ids is None and filter_bitmap is None
-                and activation is None and not apply_bias and now is None and not touch):
+                and activation is None and not apply_bias and now is None and not touch
+                and where is None and where_each is None):
             kind = type(queries)
             if kind is np.ndarray:
                 # Host arrays that are right as they are: checks, results and
@@ -719,7 +820,8 @@ class Store(OwnedHandle):
                     if found is not None:
                         return found
         return self._search(queries, k, filter_ids, filter_bitmap, filter_count, apply_bias,
-                            activation, now, touch, out_ids, out_scores, copy, nprobe)
+                            activation, now, touch, out_ids, out_scores, copy, nprobe,
+                            where, where_each)
 
     def device_status(self) -> Status:
         """The verdict of the query check of the last search queued from a
@@ -735,9 +837,25 @@ class Store(OwnedHandle):
                 filter_count: Optional[int], apply_bias: bool,
                 activation: Union[Activation, bool, None], now: Optional[float], touch: bool,
                 out_ids: Any, out_scores: Any, copy: Optional[bool],
-                nprobe: int = 0) -> Tuple[Any, Any]:
+                nprobe: int = 0, where: Optional[Where] = None,
+                where_each: Any = None) -> Tuple[Any, Any]:
         """search() for every argument: conversions, filters, options, CUDA
         tensors of any producer, the host fallback of an AUTO runtime."""
+        made: "list[Filter]" = []  # filters made here from dicts: closed after the call
+        try:
+            return self._search_in(queries, k, filter_ids, filter_bitmap, filter_count,
+                                   apply_bias, activation, now, touch, out_ids, out_scores, copy,
+                                   nprobe, where, where_each, made)
+        finally:
+            for f in made:
+                f.close()
+
+    def _search_in(self, queries: Any, k: Any, filter_ids: Any, filter_bitmap: Any,
+                   filter_count: Optional[int], apply_bias: bool,
+                   activation: Union[Activation, bool, None], now: Optional[float], touch: bool,
+                   out_ids: Any, out_scores: Any, copy: Optional[bool], nprobe: int,
+                   where: Optional[Where], where_each: Any,
+                   made: "list[Filter]") -> Tuple[Any, Any]:
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.nprobe = _check_nprobe(nprobe)
@@ -758,32 +876,41 @@ class Store(OwnedHandle):
             opts.filter_kind = FilterKind.SLOT_BITMAP
             opts.filter_bitmap = host_ptr(keep)
             opts.filter_count = count
-        where = Placement(self._runtime, queries, (), copy)
+        f, own = as_filter(where)
+        if own:
+            made.append(f)  # type: ignore[arg-type]
+        if f is not None:
+            opts.where = f.handle
+        each = None  # the where_each array, alive through the call
+        place = Placement(self._runtime, queries, (), copy)
         for attempt in range(2):
-            q = where.input(queries, "queries", [np.float32], ndim=(1, 2))
+            q = place.input(queries, "queries", [np.float32], ndim=(1, 2))
             one = len(q.shape) == 1
             nq, qdim = (1, q.shape[0]) if one else q.shape
             if qdim != self.dim:
                 raise MnemoValueError(Status.E_SHAPE,
                                       f"queries have dimension {qdim}; the store has {self.dim}")
+            if where_each is not None and each is None:
+                each = _where_each(where_each, nq, made)
+                opts.where_each = ctypes.addressof(each)
             shape = (k,) if one else (nq, k)
-            ids = where.output(out_ids, "out_ids", shape, np.uint64)
-            scores = where.output(out_scores, "out_scores", shape, np.float32)
-            if not where.on_device:
+            ids = place.output(out_ids, "out_ids", shape, np.uint64)
+            scores = place.output(out_scores, "out_scores", shape, np.float32)
+            if not place.on_device:
                 _ext.search_host(self.handle, q, k, opts, self.dim, ids, scores, True)
                 break
             if nq == 0:
                 break
             try:
                 _ext.search_device(self.handle, ptr(q), nq, k, opts, ptr(ids), ptr(scores),
-                                   where.stream)
+                                   place.stream)
                 break
             except MnemoError as exc:
                 # An AUTO runtime may hold a small store in host memory.
                 if exc.status != Status.E_BACKEND_UNAVAILABLE or attempt:
                     raise
-                where.host_fallback()
-        return where.result(ids), where.result(scores)
+                place.host_fallback()
+        return place.result(ids), place.result(scores)
 
     def _bitmap(self, bitmap: Any, count: Optional[int]) -> Tuple[np.ndarray, int]:
         arr = np.asarray(bitmap)
@@ -797,6 +924,38 @@ class Store(OwnedHandle):
         # The library reads ceil(n / 64) words; fewer would be read past the end.
         check_shape(words, "filter_bitmap", ((n + 63) // 64,))
         return words, n
+
+
+def _where_each(where_each: Any, nq: int, made: "list[Filter]") -> Any:
+    """mnemo_filter* [nq] of search()'s where_each: one Filter, dict or None
+    per query. A dict given for several queries becomes one filter, so that
+    queries in a row sharing it are searched together."""
+    wrong = MnemoTypeError(Status.E_DTYPE, "where_each must be a list with one Filter, dict or "
+                                           f"None per query, not a {type(where_each).__name__}")
+    if isinstance(where_each, (str, bytes, Filter, Mapping)):
+        raise wrong
+    try:
+        entries = list(where_each)
+    except TypeError:
+        raise wrong from None
+    if len(entries) != nq:
+        raise MnemoValueError(Status.E_SHAPE, f"where_each has {len(entries)} entries; "
+                                              f"expected one per query ({nq})")
+    arr = (ctypes.c_void_p * max(nq, 1))()
+    built: Dict[int, Filter] = {}
+    for i, e in enumerate(entries):
+        if e is None:
+            continue
+        if isinstance(e, Filter):
+            arr[i] = e.handle
+            continue
+        f = built.get(id(e))
+        if f is None:
+            f, _ = as_filter(e)  # a dict here (anything else: a TypeError)
+            made.append(f)
+            built[id(e)] = f
+        arr[i] = f.handle
+    return arr
 
 
 # Fast paths of Store.search by query type, beside numpy's (which the
