@@ -24,6 +24,10 @@ missing):
                 queries; and one query a call (where).
   mnemo-callers the same one query a call from --threads Python threads,
                 the runtime on one thread (the faiss peers' way).
+  mnemo-py      the same as mnemo through the Python package's API as users
+                call it: Store.add(..., tags=[[...]]), Store.search(...,
+                where_each=[{"$tags": {"$all": [...]}}]) or where= (needs the
+                package's filters and its compiled extension).
   mnemo-ivf     the same over mnemo's inverted-file index, nprobe swept (a
                 filtered query reads further lists until it has k
                 candidates, or scans its matching rows exactly).
@@ -88,8 +92,8 @@ sys.path.insert(0, HERE)
 
 import gen  # noqa: E402 - beside this file
 
-PEERS = ["numpy", "faiss-flat", "faiss-ivf", "faiss-hybrid", "mnemo", "mnemo-callers", "mnemo-ivf", "mnemo-cuda",
-         "cuvs", "torch"]
+PEERS = ["numpy", "faiss-flat", "faiss-ivf", "faiss-hybrid", "mnemo", "mnemo-callers", "mnemo-py", "mnemo-ivf",
+         "mnemo-cuda", "cuvs", "torch"]
 TRACK_THRESHOLD = 1e-3  # the track baseline's switch to an exact scan of the matching rows
 NO_ID = 2**64 - 1
 SELECTOR = {"bitmap": "IDSelectorBitmap", "batch": "IDSelectorBatch"}
@@ -619,6 +623,56 @@ def run_mnemo(b: Bench, backend: str, ivf: bool = False, callers: bool = False) 
         s.close()
 
 
+def run_mnemo_py(b: Bench) -> None:
+    """mnemo through its Python API: Store.add(..., tags=[[str]]) and
+    Store.search(..., where_each=[{"$tags": {"$all": [...]}}]) / where=."""
+    try:
+        import mnemo
+    except Exception as e:
+        raise Skip(f"mnemo not importable ({type(e).__name__}: {e})")
+    if not hasattr(mnemo, "Filter"):
+        raise Skip("this mnemo package has no Filter (its Python API for filters)")
+    rt = mnemo.Runtime("cpu", threads=b.a.threads)
+    st = mnemo.Store(rt, b.dim, b.a.dtype, "dot")
+    try:
+        names = np.array([f"t{r}" for r in range(gen.VOCAB)], dtype=object)
+        t0 = time.perf_counter()
+        step = 1 << 16
+        for a0 in range(0, b.n, step):
+            a1 = min(b.n, a0 + step)
+            tags = [names[b.tag_ids[b.tag_ptr[i]:b.tag_ptr[i + 1]]].tolist() for i in range(a0, a1)]
+            st.add(np.arange(a0, a1, dtype=np.uint64), np.asarray(b.x[a0:a1]), tags=tags)
+        build_s = time.perf_counter() - t0
+        where = [{"$tags": {"$all": [f"t{t}" for t in qt if t >= 0]}} for qt in b.qtags]
+        impl = "mnemo CPU from Python: Store.search(where_each=[{'$tags': {'$all': [...]}}])"
+        st.search(b.q[:20], b.k, where_each=where[:20])  # warm-up
+        for bs in [int(v) for v in b.a.batches.split(",")]:
+            got = np.empty((b.nq, b.k), dtype=np.uint64)
+            t0 = time.perf_counter()
+            for a0 in range(0, b.nq, bs):
+                a1 = min(b.nq, a0 + bs)
+                got[a0:a1] = st.search(b.q[a0:a1], b.k, where_each=where[a0:a1])[0]
+            dt = time.perf_counter() - t0
+            b.timed_emit("mnemo-py", impl, "exact", "batch", bs, dt, got, with_ids=False, build_s=round(build_s, 2),
+                         version=mnemo.version())
+        if b.a.single:
+            nq = min(b.nq, b.a.single)
+            got = np.empty((nq, b.k), dtype=np.uint64)
+            lat = np.zeros(nq)
+            t0 = time.perf_counter()
+            for j in range(nq):
+                t = time.perf_counter()
+                got[j] = st.search(b.q[j], b.k, where=where[j])[0]
+                lat[j] = time.perf_counter() - t
+            dt = time.perf_counter() - t0
+            b.timed_emit("mnemo-py", impl.replace("where_each=[", "where=").replace("}])", "})"), "exact",
+                         "one query a call", 1, dt, got, with_ids=False, build_s=round(build_s, 2), latency=lat,
+                         version=mnemo.version())
+    finally:
+        st.close()
+        rt.close()
+
+
 # ------------------------------------------------------------ GPU peers
 
 def torch_cuda():
@@ -812,6 +866,7 @@ def main() -> int:
         "faiss-hybrid": lambda: run_faiss_ivf(b, hybrid=True),
         "mnemo": lambda: run_mnemo(b, "cpu"),
         "mnemo-callers": lambda: run_mnemo(b, "cpu", callers=True),
+        "mnemo-py": lambda: run_mnemo_py(b),
         "mnemo-ivf": lambda: run_mnemo(b, "cpu", ivf=True),
         "mnemo-cuda": lambda: run_mnemo(b, "cuda"),
         "cuvs": lambda: run_cuvs(b),
