@@ -25,7 +25,10 @@ void StoreModel::add(const std::vector<uint64_t>& ids, const Matrix& m) {
 
 size_t StoreModel::remove(const std::vector<uint64_t>& ids) {
   size_t n = 0;
-  for (const uint64_t id : ids) n += e_.erase(id);
+  for (const uint64_t id : ids) {
+    n += e_.erase(id);
+    fields.remove(id);
+  }
   return n;
 }
 

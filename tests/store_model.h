@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reference.h"
+#include "store_fields_model.h"
 #include "support.h"
 
 namespace mt {
@@ -19,8 +20,15 @@ class StoreModel {
   // keeps the bias, a repeated id takes its last row, F32 rows are rounded to
   // the store's dtype.
   void add(const std::vector<uint64_t>& ids, const Matrix& m);
-  // Returns how many of the ids were present.
+  // Returns how many of the ids were present; their fields go with them.
   size_t remove(const std::vector<uint64_t>& ids);
+  // Memories' fields, keys and filters by the header's rules
+  // (store_fields_model.h); a write the store took is given to it as is.
+  fm::FieldsModel fields;
+  // A memory as a filter sees it (time and importance are the caller's).
+  fm::Memory memory(uint64_t id, double time = 0, float importance = 0) const {
+    return fm::Memory{id, fields.get(id), time, importance};
+  }
   void set_bias(uint64_t id, float bias) { e_.at(id).bias = bias; }
   bool has(uint64_t id) const { return e_.count(id) != 0; }
   const std::vector<double>& vec(uint64_t id) const { return e_.at(id).val; }

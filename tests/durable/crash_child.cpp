@@ -5,12 +5,15 @@
 //        mnemo_crash_child <store path> save <rows> <first op>: on a store of
 //        <rows> rows, op i upserts one row, checkpoints (a streaming snapshot
 //        write) and saves a copy beside the store, then acknowledges.
+//        mnemo_crash_child <store path> fields <seed> <first op>: the fields
+//        sequence (crash_fields.h) instead.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "crash_fields.h"
 #include "crash_ops.h"
 
 namespace {
@@ -47,9 +50,10 @@ int main(int argc, char** argv) {
     }
     return save_loop(s, argv[1], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
   }
-  if (argc != 4) return 2;
-  const uint64_t seed = std::strtoull(argv[2], nullptr, 10);
-  uint64_t i = std::strtoull(argv[3], nullptr, 10);
+  const bool fields = argc == 5 && std::string(argv[2]) == "fields";
+  if (argc != 4 && !fields) return 2;
+  const uint64_t seed = std::strtoull(argv[fields ? 3 : 2], nullptr, 10);
+  uint64_t i = std::strtoull(argv[fields ? 4 : 3], nullptr, 10);
   mnemo_runtime_options ro = mnemo_runtime_options_default();
   ro.backend = MNEMO_BACKEND_CPU;
   ro.num_threads = 1;
@@ -65,8 +69,9 @@ int main(int argc, char** argv) {
     return 4;
   }
   for (;; ++i) {
-    const crash::Op op = crash::op_at(seed, i);
-    if (crash::run_op(s, op) != MNEMO_OK) {
+    const mnemo_status st =
+        fields ? crash::run_fields_op(s, crash::fields_op_at(seed, i)) : crash::run_op(s, crash::op_at(seed, i));
+    if (st != MNEMO_OK) {
       std::fprintf(stderr, "op %llu: %s\n", static_cast<unsigned long long>(i), mnemo_last_error());
       return 5;
     }

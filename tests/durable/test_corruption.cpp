@@ -227,9 +227,9 @@ TEST(Corruption, LargeSnapshotDamageInAnyPieceIsRefused) {
     ASSERT_OK(mnemo_store_save(s.get(), src.c_str()));
   }
   const std::string snap = dt::slurp(src);
-  // The vector section: after the header (48 bytes and its checksum) and the
+  // The vector section: after the header (56 bytes and its checksum) and the
   // ids section (16-byte head, 8 bytes per memory, 8-byte checksum).
-  const uint64_t head = 56 + 16 + 8 * n + 8, payload = head + 16, bytes = n * dim * 4;
+  const uint64_t head = 64 + 16 + 8 * n + 8, payload = head + 16, bytes = n * dim * 4;
   uint32_t tag = 0;
   uint64_t size = 0;
   std::memcpy(&tag, snap.data() + head, 4);
@@ -433,9 +433,9 @@ TEST(Corruption, JournaledMetadataThatNoWriteCouldMakeIsRefused) {
   }
   {  // an add_memories record with a flag this format does not know
     std::string j = journal;
-    put_at<int32_t>(j, spans[3].first + 32, 1 | 5 << 8);
+    put_at<int32_t>(j, spans[3].first + 32, 1 | 8 << 8);
     reseal(j, spans[3]);
-    refused(j, "add_memories with flags 5", "inconsistent");
+    refused(j, "add_memories with flags 8", "inconsistent");
   }
   // A count whose payload size (ids and f32 values, 12 bytes per memory)
   // wraps 64 bits to the few bytes the record holds: refused before
@@ -472,10 +472,11 @@ struct Section {
   uint64_t payload, bytes;  // where the payload starts, its size
 };
 
-// The sections of a store file of version 2 or later (56-byte header).
-std::vector<Section> sections_of(const std::string& f) {
+// The sections of a store file after its header: 64 bytes in version 5, 56
+// in versions 2 to 4.
+std::vector<Section> sections_of(const std::string& f, uint64_t header = 64) {
   std::vector<Section> s;
-  for (uint64_t pos = 56; pos + 16 <= f.size();) {
+  for (uint64_t pos = header; pos + 16 <= f.size();) {
     const Section sec{get_at<uint32_t>(f, pos), pos + 16, get_at<uint64_t>(f, pos + 8)};
     if (sec.payload + sec.bytes + 8 > f.size()) break;
     s.push_back(sec);
@@ -532,16 +533,18 @@ TEST(Corruption, SnapshotMetadataSectionsAreChecked) {
     ASSERT_OK(mnemo_store_save(s.get(), src.c_str()));
   }
   const std::string snap = dt::slurp(src);
-  EXPECT_EQ(get_at<uint32_t>(snap, 8), 3u) << "a store saved now is of format version 3";
-  EXPECT_EQ(get_at<uint32_t>(snap, 12), 48u);
+  EXPECT_EQ(get_at<uint32_t>(snap, 8), 5u) << "a store saved now is of format version 5";
+  EXPECT_EQ(get_at<uint32_t>(snap, 12), 56u);
+  EXPECT_EQ(get_at<uint32_t>(snap, 48), 0u) << "flags: no index";
   const auto secs = sections_of(snap);
-  ASSERT_EQ(secs.size(), 5u);
-  const uint64_t sizes[] = {24, 3 * crash::kDim * 4, 12, 24, 12};
-  for (uint32_t i = 0; i < 5; ++i) {
-    EXPECT_EQ(secs[i].tag, i + 1);
+  ASSERT_EQ(secs.size(), 6u);
+  // Sections 1-5, then the fields section (7), empty: no memory has fields.
+  const uint64_t sizes[] = {24, 3 * crash::kDim * 4, 12, 24, 12, 0};
+  for (uint32_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(secs[i].tag, i < 5 ? i + 1 : 7u);
     EXPECT_EQ(secs[i].bytes, sizes[i]);
   }
-  EXPECT_EQ(secs[4].payload + secs[4].bytes + 8, snap.size());
+  EXPECT_EQ(secs[5].payload + secs[5].bytes + 8, snap.size());
   auto open = [&](const std::string& bytes, mnemo_store** out) {
     dt::spit(path, bytes);
     *out = kSentinel;
@@ -592,7 +595,7 @@ TEST(Corruption, SnapshotMetadataSectionsAreChecked) {
 
 // Files of earlier formats still open: version 1 (no sequence number) and
 // version 2, whose memories then have time 0 and importance 0, their
-// vectors and biases as written; saved again they are version 3, and a
+// vectors and biases as written; saved again they are version 5, and a
 // durable store opened on one carries on with journaled metadata writes.
 TEST(Corruption, OlderSnapshotFormatsOpenWithZeroMetadata) {
   dt::TempDir dir;
@@ -644,8 +647,8 @@ TEST(Corruption, OlderSnapshotFormatsOpenWithZeroMetadata) {
     ASSERT_OK(mnemo_store_save(s, again.c_str()));
     const std::string saved = dt::slurp(again);
     ASSERT_GE(saved.size(), 16u);
-    EXPECT_EQ(get_at<uint32_t>(saved, 8), 3u);
-    EXPECT_EQ(sections_of(saved).size(), 5u);
+    EXPECT_EQ(get_at<uint32_t>(saved, 8), 5u);
+    EXPECT_EQ(sections_of(saved).size(), 6u);
     mnemo_store* s2 = nullptr;
     ASSERT_OK(mnemo_store_open(mt::rt(), again.c_str(), &s2));
     mt::StorePtr owned2(s2);
@@ -653,7 +656,7 @@ TEST(Corruption, OlderSnapshotFormatsOpenWithZeroMetadata) {
     for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(t[i] == 0.0 && imp[i] == 0.0f && b[i] == biases[i]);
 
     // Durable: the old snapshot with no journal yet; metadata writes go to
-    // a fresh journal and a checkpoint rewrites the snapshot as version 3.
+    // a fresh journal and a checkpoint rewrites the snapshot as version 5.
     mnemo_store* ds = nullptr;
     ASSERT_OK(mnemo_store_open_durable(mt::rt(), path.c_str(), nullptr, &ds));
     mt::StorePtr downed(ds);
@@ -672,7 +675,7 @@ TEST(Corruption, OlderSnapshotFormatsOpenWithZeroMetadata) {
     EXPECT_TRUE(imp[0] == 0.0f && imp[1] == 0.0f && imp[2] == i1);
     ASSERT_OK(mnemo_store_checkpoint(ds));
     downed.reset();
-    EXPECT_EQ(get_at<uint32_t>(dt::slurp(path), 8), 3u);
+    EXPECT_EQ(get_at<uint32_t>(dt::slurp(path), 8), 5u);
     ASSERT_OK(mnemo_store_open_durable(mt::rt(), path.c_str(), nullptr, &ds));
     downed.reset(ds);
     ASSERT_OK(mnemo_store_get_meta(ds, aids.data(), 3, t.data(), imp.data(), b.data()));

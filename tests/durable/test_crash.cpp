@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../support.h"
+#include "crash_fields.h"
 #include "crash_ops.h"
 #include "durable_support.h"
 
@@ -321,6 +322,101 @@ TEST(Crash, KilledDuringStreamingSaveKeepsOldOrNewSnapshot) {
   std::printf("streaming-save crash test: %d kills, %llu while a snapshot was being written, %llu writes kept\n", kills,
               static_cast<unsigned long long>(during_save), static_cast<unsigned long long>(applied));
   EXPECT_GT(during_save, 0u);
+}
+
+// A durable writer of memories' fields (adds with fields, field updates,
+// plain adds, removes, checkpoints; now and then a payload of up to 256 KiB,
+// so a kill lands inside a record) killed with SIGKILL at random moments:
+// after every kill the store holds exactly the acknowledged writes with their
+// fields, plus at most the one in flight.
+Child spawn_fields(const std::string& store, uint64_t seed, uint64_t first) {
+  int p[2];
+  if (pipe(p) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(p[1], 1);
+    close(p[0]);
+    close(p[1]);
+    const std::string s = std::to_string(seed), f = std::to_string(first);
+    execl(MNEMO_CRASH_CHILD, MNEMO_CRASH_CHILD, store.c_str(), "fields", s.c_str(), f.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(p[1]);
+  return {pid, p[0]};
+}
+
+TEST(Crash, KilledFieldsWriterKeepsEveryAcknowledgedWriteWithItsFields) {
+  auto rng = mt::rng_for_test();
+  const uint64_t seed = rng() % 1000000;
+  const int kills = env_int("MNEMO_CRASH_KILLS", 220) / 2;
+  dt::TempDir dir, check;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string store = dir.file("store.mnemo"), journal = store + ".journal";
+  const std::string copy = check.file("store.mnemo"), copy_journal = copy + ".journal";
+  crash::FieldsState model;
+  uint64_t applied = 0, acked_total = 0, in_flight_kept = 0, in_flight_lost = 0, with_fields = 0;
+  for (int round = 0; round < kills; ++round) {
+    const uint64_t want = mt::rand_below(rng, 13);
+    const uint64_t extra_us = mt::rand_below(rng, 3000);
+    Child c = spawn_fields(store, seed, applied);
+    ASSERT_GT(c.pid, 0) << "fork failed";
+    uint64_t acks = read_acks(c.ack_fd, want, 10000);
+    if (extra_us) usleep(static_cast<useconds_t>(extra_us));
+    kill(c.pid, SIGKILL);
+    acks += drain(c.ack_fd);
+    close(c.ack_fd);
+    int status = 0;
+    ASSERT_EQ(waitpid(c.pid, &status, 0), c.pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "round " << round << ": the child ended by itself (exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1)
+        << ") instead of being killed";
+    acked_total += acks;
+    crash::FieldsState expect = model;
+    for (uint64_t i = 0; i < acks; ++i) crash::apply(expect, crash::fields_op_at(seed, applied + i));
+    crash::FieldsState with_in_flight = expect;
+    crash::apply(with_in_flight, crash::fields_op_at(seed, applied + acks));
+    if (access(store.c_str(), F_OK) != 0) {
+      ASSERT_EQ(acks, 0u) << "round " << round << ": writes acknowledged but no snapshot on disk";
+      continue;
+    }
+    copy_file(store, copy);
+    copy_file(journal, copy_journal);
+    mnemo_store* s = nullptr;
+    ASSERT_OK(mnemo_store_open_durable(mt::rt(), copy.c_str(), nullptr, &s));
+    mt::StorePtr owned(s);
+    crash::FieldsState got;
+    std::string why;
+    ASSERT_TRUE(crash::read_back(s, got, why)) << why;
+    if (got == expect) {
+      ++in_flight_lost;
+      applied += acks;
+      model = expect;
+    } else if (got == with_in_flight) {
+      ++in_flight_kept;
+      applied += acks + 1;
+      model = with_in_flight;
+    } else {
+      FAIL() << "round " << round << " after " << acks << " acknowledged writes from op " << applied << ":\n  store "
+             << crash::describe(got) << "\n  want  " << crash::describe(expect) << "\n  or    "
+             << crash::describe(with_in_flight);
+    }
+    with_fields += model.fields.all().size();
+  }
+  mnemo_store* s = nullptr;
+  ASSERT_OK(mnemo_store_open_durable(mt::rt(), store.c_str(), nullptr, &s));
+  mt::StorePtr owned(s);
+  crash::FieldsState got;
+  std::string why;
+  ASSERT_TRUE(crash::read_back(s, got, why)) << why;
+  EXPECT_TRUE(got == model) << crash::describe(got) << "\nwant " << crash::describe(model);
+  std::printf(
+      "fields crash test: %d kills, %llu acknowledged writes survived (%llu ops applied), in-flight write present "
+      "%llu / absent %llu times, %.1f memories with fields on average\n",
+      kills, static_cast<unsigned long long>(acked_total), static_cast<unsigned long long>(applied),
+      static_cast<unsigned long long>(in_flight_kept), static_cast<unsigned long long>(in_flight_lost),
+      kills > 0 ? static_cast<double>(with_fields) / kills : 0.0);
+  EXPECT_GT(acked_total, static_cast<uint64_t>(kills));
 }
 
 }  // namespace

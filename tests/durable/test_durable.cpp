@@ -357,7 +357,7 @@ TEST(Durable, MemoryMetadataSurvivesReopen) {
   ASSERT_GE(snap.size(), 16u);
   uint32_t version = 0;
   std::memcpy(&version, snap.data() + 8, 4);
-  EXPECT_EQ(version, 3u) << "a checkpoint writes the current snapshot format";
+  EXPECT_EQ(version, 5u) << "a checkpoint writes the current snapshot format";
   s = open_durable(path, nullptr);
   ASSERT_TRUE(s);
   expect_holds(s.get(), m);
