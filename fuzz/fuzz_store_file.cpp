@@ -2,13 +2,17 @@
 // from the input and then mutated (bytes flipped or set, cut, grown), with
 // checksums repaired or not. An image the format accepts must open to
 // exactly its contents; any other must give MNEMO_E_CORRUPT and no store.
-// Images of every format version (1, 2, and 3 with last-access times and
-// importance) are built. Journal mode: a durable store written by a short
-// sequence of writes (adds with and without metadata, removes, set_bias,
-// set_times, set_importance, touching searches), then its journal (and
-// sometimes its snapshot) damaged, given to mnemo_store_open_durable; it
-// must open to exactly what the intact records say (fuzz/journal_image.h),
-// or give MNEMO_E_CORRUPT and no store.
+// Images of every format version (1, 2, 3 with last-access times and
+// importance, 4 with an index, 5 with memories' fields and an index or not)
+// are built, their fields sometimes breaking the section's rules (an id not
+// in the file, one given twice, a key given twice, set naming other fields
+// than those held). Journal mode: a durable store written by a short
+// sequence of writes (adds with and without metadata and fields, field
+// updates, removes, set_bias, set_times, set_importance, touching searches),
+// then its journal (and sometimes its snapshot) damaged, given to
+// mnemo_store_open_durable; it must open to exactly what the intact records
+// say (fuzz/journal_image.h), fields included, or give MNEMO_E_CORRUPT and no
+// store.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@
 #include <limits>
 #include <map>
 
+#include "fields_image.h"
 #include "fuzz_support.h"
 #include "journal_image.h"
 #include "reference.h"
@@ -40,7 +45,7 @@ uint32_t library_version(mnemo_runtime* rt) {
     ::unlink(path.c_str());
     uint32_t version = 0;
     std::memcpy(&version, head + 8, 4);
-    FZ_CHECK(version >= 1 && version <= 3,
+    FZ_CHECK(version >= 1 && version <= 5,
              "store files of format version " + std::to_string(version) + ": teach fuzz/store_image.cpp that format");
     return version;
   }();
@@ -60,6 +65,51 @@ double pick_time(FuzzedDataProvider& fdp) {
     }
     default: return fdp.ConsumeFloatingPointInRange<double>(-4e9, 4e9);
   }
+}
+
+// Fields for some of the image's memories, now and then breaking the
+// section's rules.
+void random_fields(FuzzedDataProvider& fdp, fz::StoreImage& s) {
+  const size_t n = fdp.ConsumeIntegralInRange<size_t>(0, s.ids.size() + 1);
+  for (size_t i = 0; i < n; ++i) {
+    // 0 (also once the input has run out): as a store writes them; 35 to
+    // 39 break a rule.
+    const int how = fdp.ConsumeIntegralInRange<int>(0, 39);
+    uint64_t id = i < s.ids.size() ? s.ids[i] : 0;
+    if (how == 35 || i >= s.ids.size()) id = fdp.ConsumeIntegral<uint64_t>();  // not in the file
+    if (how == 36 && !s.fields.empty()) id = s.fields[0].first;                // given twice
+    fm::Write w = fz::random_write(fdp, how == 37);
+    // As a store writes them: set names exactly what the memory holds.
+    fm::Fields held;
+    fm::apply(held, w);
+    w.set = held.held();
+    w.tags.assign(held.tags.begin(), held.tags.end());
+    w.attrs.assign(held.attrs.begin(), held.attrs.end());
+    if (!(w.set & MNEMO_FIELD_NAMESPACE)) w.ns.clear();
+    if (!(w.set & MNEMO_FIELD_KEY)) w.key.clear();
+    if (!(w.set & MNEMO_FIELD_PAYLOAD)) w.payload.clear();
+    if (how == 38) w.set ^= 1u << fdp.ConsumeIntegralInRange<int>(0, 5);  // set names other fields
+    if (how == 39 && !s.fields.empty()) w.key = s.fields[0].second.key, w.set |= MNEMO_FIELD_KEY;  // a key twice
+    if (w.set == 0 && how != 38) continue;  // a memory without fields has no entry
+    s.fields.emplace_back(id, std::move(w));
+  }
+}
+
+// An index section: a few lists with finite centroids, memories in them or
+// in the hot tier; options a build could make, now and then not.
+void random_index(FuzzedDataProvider& fdp, fz::StoreImage& s) {
+  s.has_index = true;
+  s.index.nlist = fdp.ConsumeIntegralInRange<uint32_t>(0, 3);
+  const bool bad = fdp.ConsumeIntegralInRange<int>(0, 19) == 19;
+  s.index.options = fz::index_options(s.index.nlist, fdp.ConsumeIntegralInRange<uint32_t>(0, 4),
+                                      fdp.ConsumeIntegralInRange<uint32_t>(0, 8), bad ? 2u : fdp.ConsumeBool(),
+                                      fdp.ConsumeIntegral<uint64_t>(), bad ? 0.0 : 0.25, 4096, 8.0);
+  for (uint64_t i = 0; i < uint64_t{s.index.nlist} * s.dim; ++i)
+    s.index.centroids.push_back(static_cast<float>(fdp.ConsumeIntegralInRange<int>(-8, 8)) / 4.0f);
+  for (size_t i = 0; i < s.ids.size(); ++i)
+    s.index.lists.push_back(s.index.nlist > 0 && fdp.ConsumeBool()
+                                ? fdp.ConsumeIntegralInRange<uint32_t>(0, s.index.nlist - 1)
+                                : 0xffffffffu);
 }
 
 fz::StoreImage random_image(FuzzedDataProvider& fdp, uint32_t max_version) {
@@ -88,6 +138,8 @@ fz::StoreImage random_image(FuzzedDataProvider& fdp, uint32_t max_version) {
       fz::put_elem(s.vectors.data(), s.dtype, i * s.dim + j, v);
     }
   }
+  if (s.version >= 5) random_fields(fdp, s);
+  if (s.version == 4 || (s.version >= 5 && fdp.ConsumeBool())) random_index(fdp, s);
   return s;
 }
 
@@ -117,15 +169,16 @@ std::string read_file(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// One memory, bit for bit: vector bytes, bias, last-access time and
-// importance.
+// One memory, bit for bit: vector bytes, bias, last-access time,
+// importance and fields.
 struct Mem {
   std::string vec;
   uint32_t bias = 0;
   uint64_t time = 0;
   uint32_t importance = 0;
+  fm::Fields fields;
   bool operator==(const Mem& o) const {
-    return vec == o.vec && bias == o.bias && time == o.time && importance == o.importance;
+    return vec == o.vec && bias == o.bias && time == o.time && importance == o.importance && fields == o.fields;
   }
 };
 using Contents = std::map<uint64_t, Mem>;
@@ -149,7 +202,26 @@ Contents contents(const fz::StoreImage& s) {
     e.time = i < s.times.size() ? bits_of<uint64_t>(s.times[i]) : 0;
     e.importance = i < s.importance.size() ? bits_of<uint32_t>(s.importance[i]) : 0;
   }
+  for (const auto& [id, w] : s.fields) fm::apply(m.at(id).fields, w);
   return m;
+}
+
+// Whether writing w[i] to ids[i] is refused for its keys (fm::FieldsModel's
+// rule over the keys `m` holds).
+bool key_conflict(const Contents& m, const std::vector<uint64_t>& ids, const std::vector<fm::Write>& w) {
+  fm::FieldsModel keys;
+  for (const auto& [id, e] : m)
+    if (!e.fields.key.empty()) keys.write({id}, {fm::Write{MNEMO_FIELD_KEY, e.fields.key, {}, {}, {}, {}}});
+  return keys.key_conflict(ids, w);
+}
+
+// The memories' fields of a record: `count` entries filling data[at, end).
+bool record_fields(const std::string& data, uint64_t at, uint64_t count, std::vector<fm::Write>& out) {
+  std::string why;
+  out.assign(count, fm::Write{});
+  for (uint64_t i = 0; i < count; ++i)
+    if (!fz::decode_fields(data, data.size(), at, &out[i], &why)) return false;
+  return at == data.size();
 }
 
 // ---- journal mode ------------------------------------------------------------
@@ -161,7 +233,8 @@ struct Shape {
 
 // Applies one journaled write to `m` as the store defines it; false where the
 // record cannot apply (a reserved id, a non-finite stored value, bias, time
-// or importance, a value set for an absent id): such a record is damage.
+// or importance, a value or fields set for an absent id, fields a reader
+// refuses or whose keys conflict): such a record is damage.
 bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh) {
   const int32_t in_dtype = r.dtype & 0xff;
   const uint32_t flags = static_cast<uint32_t>(r.dtype) >> 8;
@@ -198,17 +271,34 @@ bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh)
       }
       const uint64_t times_at = r.count * sh.dim * in_es;
       const uint64_t imp_at = times_at + ((flags & 1) ? r.count * 8 : 0);
+      const uint64_t fields_at = imp_at + ((flags & 2) ? r.count * 4 : 0);
       for (uint64_t i = 0; i < r.count; ++i)
         if (((flags & 1) && !std::isfinite(f64(times_at, i))) || ((flags & 2) && !std::isfinite(f32(imp_at, i))))
           return false;
+      std::vector<fm::Write> w;
+      if (flags & 4) {
+        if (!record_fields(r.data, fields_at, r.count, w) || key_conflict(m, r.ids, w)) return false;
+      } else if (fields_at != r.data.size()) {
+        return false;
+      }
       // In call order: a repeated id keeps its last entry. A new memory
-      // starts with zeros, an upsert keeps what the record does not give.
+      // starts with zeros and no fields, an upsert keeps what the record
+      // does not give.
       for (uint64_t i = 0; i < r.count; ++i) {
         Mem& e = m[r.ids[i]];
         e.vec = rows[i];
         if (flags & 1) e.time = bits_of<uint64_t>(f64(times_at, i));
         if (flags & 2) e.importance = bits_of<uint32_t>(f32(imp_at, i));
+        if (flags & 4) fm::apply(e.fields, w[i]);
       }
+      return true;
+    }
+    case 9: {
+      std::vector<fm::Write> w;
+      if (!record_fields(r.data, 0, r.count, w) || key_conflict(m, r.ids, w)) return false;
+      for (uint64_t id : r.ids)
+        if (!m.count(id)) return false;
+      for (uint64_t i = 0; i < r.count; ++i) fm::apply(m[r.ids[i]].fields, w[i]);
       return true;
     }
     case 2:
@@ -343,6 +433,81 @@ bool touch_search(FuzzedDataProvider& fdp, mnemo_store* s, const Shape& sh, Cont
   return true;
 }
 
+void check_sequence(mnemo_store* s, const Written& w) {
+  mnemo_store_statistics stats{};
+  stats.struct_size = sizeof stats;
+  FZ_CHECK(mnemo_store_stats(s, &stats) == MNEMO_OK, "stats");
+  FZ_CHECK(stats.sequence == w.states.size() - 1, "the sequence number does not count the journaled writes");
+}
+
+// The state a write about to be journaled starts from, pushed once it is.
+struct NextState {
+  Written& w;
+  void push(Contents c) const { w.states.push_back(std::move(c)); }
+};
+NextState next_state(Written& w) { return NextState{w}; }
+
+// mnemo_store_add_with_fields (an add_memories record with flag 4, times
+// and importance as given) or, with `update`, mnemo_store_update_fields (a
+// set_fields record) of random writes; a call the model says is refused
+// (a key held by another memory, an absent id, fields the header refuses)
+// must be refused and journal nothing. Returns whether a record was
+// journaled (then `r` is it and the new state is pushed).
+bool fields_write(FuzzedDataProvider& fdp, mnemo_store* s, const Shape& sh, const Contents& now, bool update,
+                  const NextState& next, fz::JournalRecordImage& r) {
+  r.count = fdp.ConsumeIntegralInRange<uint64_t>(1, 3);
+  std::vector<fm::Write> writes;
+  bool acceptable = true;
+  for (uint64_t i = 0; i < r.count; ++i) {
+    r.ids.push_back(pick_id(fdp));
+    writes.push_back(fz::random_write(fdp, true));
+    acceptable = acceptable && fm::acceptable(writes.back());
+  }
+  fm::CWrites c(writes);
+  fz::Buf ids(r.count * 8);
+  std::memcpy(ids.data(), r.ids.data(), r.count * 8);
+  Contents after = now;
+  r.data.clear();
+  mnemo_status st;
+  bool ok = acceptable;
+  if (update) {
+    for (uint64_t id : r.ids) ok = ok && now.count(id);
+    ok = ok && !key_conflict(now, r.ids, writes);
+    st = mnemo_store_update_fields(s, ids.as<uint64_t>(), c.data(), r.count);
+    r.op = 9;
+    r.dtype = 0;
+  } else {
+    ok = ok && !key_conflict(now, r.ids, writes);
+    fz::Buf data(r.count * sh.dim * 4), times(r.count * 8), importance(r.count * 4);
+    for (uint64_t e = 0; e < r.count * sh.dim; ++e)
+      fz::put_elem(data.data(), MNEMO_DTYPE_F32, e, storable(fdp, sh.dtype));
+    const uint32_t flags = fdp.ConsumeIntegralInRange<uint32_t>(0, 3);
+    for (uint64_t i = 0; i < r.count; ++i) {
+      times.as<double>()[i] = pick_time(fdp);
+      importance.as<float>()[i] = fz::hurt_float(fdp);
+    }
+    r.data.assign(reinterpret_cast<const char*>(data.data()), r.count * sh.dim * 4);
+    if (flags & 1) r.data.append(reinterpret_cast<const char*>(times.data()), r.count * 8);
+    if (flags & 2) r.data.append(reinterpret_cast<const char*>(importance.data()), r.count * 4);
+    st = mnemo_store_add_with_fields(s, ids.as<uint64_t>(), data.data(), MNEMO_DTYPE_F32, r.count,
+                                     (flags & 1) ? times.as<double>() : nullptr,
+                                     (flags & 2) ? importance.as<float>() : nullptr, c.data());
+    r.op = 6;
+    r.dtype = MNEMO_DTYPE_F32 | static_cast<int32_t>((flags | 4) << 8);
+  }
+  // The record holds the fields as the call gave them.
+  for (const fm::Write& x : writes) fz::encode_fields(x, r.data);
+  if (!ok) {
+    FZ_CHECK(st == MNEMO_E_INVALID_ARGUMENT || st == MNEMO_E_NOT_FOUND,
+             std::string(update ? "update_fields" : "add_with_fields") + " the model refuses: " + fz::status_text(st));
+    return false;
+  }
+  FZ_CHECK(st == MNEMO_OK, std::string(update ? "update_fields: " : "add_with_fields: ") + fz::status_text(st));
+  FZ_CHECK(apply_record(after, r, sh), "the model refuses a fields write the store took");
+  next.push(std::move(after));
+  return true;
+}
+
 // Creates a durable store and applies an input-driven sequence of writes,
 // checking each status and sequence number against the model.
 Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFiles& files) {
@@ -360,7 +525,13 @@ Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFil
   for (int k = 0; k < writes; ++k) {
     fz::JournalRecordImage r;
     r.seq = w.states.size();
-    const int what = fdp.ConsumeIntegralInRange<int>(0, 15);
+    const int what = fdp.ConsumeIntegralInRange<int>(0, 19);
+    if (what >= 16) {
+      if (!fields_write(fdp, s, sh, w.states.back(), what >= 18, next_state(w), r)) continue;
+      w.journal.push_back(std::move(r));
+      check_sequence(s, w);
+      continue;
+    }
     if (what == 9) {
       st = mnemo_store_checkpoint(s);
       FZ_CHECK(st == MNEMO_OK, "checkpoint: " + fz::status_text(st));
@@ -430,10 +601,7 @@ Written write_store(FuzzedDataProvider& fdp, mnemo_runtime* rt, const DurableFil
       w.states.push_back(std::move(next));
       w.journal.push_back(std::move(r));
     }
-    mnemo_store_statistics stats{};
-    stats.struct_size = sizeof stats;
-    FZ_CHECK(mnemo_store_stats(s, &stats) == MNEMO_OK, "stats");
-    FZ_CHECK(stats.sequence == w.states.size() - 1, "the sequence number does not count the journaled writes");
+    check_sequence(s, w);
   }
   mnemo_store_destroy(s);
   return w;
@@ -559,8 +727,45 @@ Expect expect_open(bool have_snap, const std::string& snap, bool have_journal, c
   return e;
 }
 
+// Every memory's fields as mnemo_store_read gives them, and the keys
+// through mnemo_store_ids_of_keys, are those of `want`.
+void check_fields(mnemo_store* s, const Contents& want) {
+  if (want.empty()) return;
+  fz::Buf ids(want.size() * 8);
+  std::vector<std::string> keys;
+  std::vector<uint64_t> key_ids;
+  size_t i = 0;
+  for (const auto& [id, m] : want) {
+    ids.as<uint64_t>()[i++] = id;
+    if (!m.fields.key.empty()) keys.push_back(m.fields.key), key_ids.push_back(id);
+  }
+  mnemo_records* r = nullptr;
+  mnemo_status st = mnemo_store_read(s, ids.as<uint64_t>(), want.size(), &r);
+  FZ_CHECK(st == MNEMO_OK, "read: " + fz::status_text(st));
+  i = 0;
+  for (const auto& [id, m] : want) {
+    uint64_t got_id = 0;
+    fm::Fields got;
+    std::string why;
+    const int found = fm::read_record(r, i++, &got_id, &got, &why);
+    FZ_CHECK(found == 1 && got_id == id, "read of id " + std::to_string(id) + ": " + why);
+    FZ_CHECK(got == m.fields,
+             "fields of id " + std::to_string(id) + ": " + fm::describe(got) + ", want " + fm::describe(m.fields));
+  }
+  mnemo_records_destroy(r);
+  if (keys.empty()) return;
+  std::vector<const char*> c;
+  for (const auto& k : keys) c.push_back(k.c_str());
+  fz::Buf out(keys.size() * 8);
+  st = mnemo_store_ids_of_keys(s, c.data(), keys.size(), out.as<uint64_t>());
+  FZ_CHECK(st == MNEMO_OK, "ids_of_keys: " + fz::status_text(st));
+  for (size_t k = 0; k < keys.size(); ++k)
+    FZ_CHECK(out.as<uint64_t>()[k] == key_ids[k],
+             "the key of id " + std::to_string(key_ids[k]) + " finds id " + std::to_string(out.as<uint64_t>()[k]));
+}
+
 // The opened store holds exactly `e`: count, every vector, every bias, the
-// journal counters.
+// fields, the journal counters.
 void check_store(mnemo_store* s, const Expect& e, const DurableFiles& files, uint32_t max_version) {
   uint64_t count = 0, dim = 0;
   int32_t dtype = 0;
@@ -592,6 +797,7 @@ void check_store(mnemo_store* s, const Expect& e, const DurableFiles& files, uin
       ++i;
     }
   }
+  check_fields(s, e.want);
   FZ_CHECK(mnemo_store_save(s, files.again.c_str()) == MNEMO_OK, "save of an opened durable store");
   fz::StoreImage got;
   std::string why;
@@ -754,6 +960,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ::unlink(again.c_str());
   FZ_CHECK(ok, "a loaded store saved an invalid file: " + why);
   FZ_CHECK(contents(got) == contents(want), "the loaded store differs from the file");
+  FZ_CHECK(got.has_index == want.has_index, "a loaded store's index came and went");
+  check_fields(s, contents(want));
   if (count > 0) {
     // It answers a search over all of its vectors.
     fz::Buf q(dim * 4), ids(count * 8), sc(count * 4);

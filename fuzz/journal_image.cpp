@@ -29,15 +29,19 @@ uint32_t head_check(const char* head) { return static_cast<uint32_t>(XXH3_64bits
 
 uint64_t elem_bytes(int32_t dtype) { return dtype == 1 ? 4 : dtype == 2 || dtype == 3 ? 2 : 0; }
 
-// The payload a record of this kind must carry, exactly, or false where no
-// payload fits (unknown op, dtype or flags, a size beyond 64 bits).
-bool payload_of(const JournalImage& shape, uint32_t op, uint64_t count, int32_t dtype_field, uint64_t* bytes) {
+// The payload a record of this kind must carry, or false where no payload
+// fits (unknown op, dtype or flags, a size beyond 64 bits); with *more set,
+// memories' fields follow (an add_memories record with flag 4, a
+// set_fields record) and the payload may also be longer.
+bool payload_of(const JournalImage& shape, uint32_t op, uint64_t count, int32_t dtype_field, uint64_t* bytes,
+                bool* more) {
   using u128 = unsigned __int128;
   if (dtype_field < 0) return false;
   const int32_t dtype = dtype_field & 0xff;
   const uint32_t flags = static_cast<uint32_t>(dtype_field) >> 8;
+  *more = (op == 6 && (flags & 4)) || op == 9;
   if (dtype > 3) return false;
-  if (flags != 0 && (op != 6 || flags > 3)) return false;
+  if (flags != 0 && (op != 6 || flags > 7)) return false;
   u128 want = 0;
   switch (op) {
     case 1:
@@ -55,6 +59,7 @@ bool payload_of(const JournalImage& shape, uint32_t op, uint64_t count, int32_t 
     case 3:
     case 5: want = static_cast<u128>(count) * 12; break;
     case 4: want = static_cast<u128>(count) * 16; break;
+    case 9: want = static_cast<u128>(count) * 8; break;
     default: return false;
   }
   if (static_cast<u128>(count) * 8 > ~uint64_t{0} || want > ~uint64_t{0}) return false;
@@ -154,7 +159,9 @@ JournalReading read_journal(const std::string& b) {
       return no("record checksum at " + std::to_string(pos));
     }
     uint64_t want = 0;
-    if (rec.count == 0 || !payload_of(j, rec.op, rec.count, rec.dtype, &want) || want != payload)
+    bool more = false;
+    if (rec.count == 0 || !payload_of(j, rec.op, rec.count, rec.dtype, &want, &more) ||
+        !(want == payload || (more && payload > want)))
       return no("record op, dtype or size at " + std::to_string(pos));
     if (rec.seq != last + 1) return no("sequence at " + std::to_string(pos));
     rec.ids.resize(rec.count);

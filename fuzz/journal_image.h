@@ -13,17 +13,20 @@
 namespace fz {
 
 // Ops: 1 add, 2 remove, 3 set_bias, 4 set_times, 5 set_importance,
-// 6 add_memories (an add with times and/or importance).
+// 6 add_memories (an add with times, importance and/or fields), 9
+// set_fields (memories' fields, fields_image.h, one after another).
 struct JournalRecordImage {
   uint32_t op = 1;
   uint64_t seq = 0;
   uint64_t count = 0;
   // The record's dtype field as written: add, add_memories: the vectors'
-  // dtype, for add_memories | flags << 8 (1 times, 2 importance); 0 otherwise
+  // dtype, for add_memories | flags << 8 (1 times, 2 importance, 4
+  // fields); 0 otherwise
   int32_t dtype = 0;
   std::vector<uint64_t> ids;  // [count]
-  // payload after the ids: vectors (add_memories: then f64 times and f32
-  // importance as flagged), f32 biases or importances, or f64 times
+  // payload after the ids: vectors (add_memories: then f64 times, f32
+  // importance and the memories' fields as flagged), f32 biases or
+  // importances, f64 times, or the memories' fields
   std::string data;
 };
 

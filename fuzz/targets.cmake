@@ -38,7 +38,9 @@ mnemo_fuzz_objects(mnemo_fuzz_common
   ${_mnemo_fuzz_dir}/store_image.cpp
   ${_mnemo_fuzz_dir}/journal_image.cpp
   ${_mnemo_fuzz_dir}/resample_oracle.cpp
-  ${PROJECT_SOURCE_DIR}/tests/reference.cpp)
+  ${_mnemo_fuzz_dir}/fields_image.cpp
+  ${PROJECT_SOURCE_DIR}/tests/reference.cpp
+  ${PROJECT_SOURCE_DIR}/tests/store_fields_model.cpp)
 foreach(t ${MNEMO_FUZZ_TARGETS})
   mnemo_fuzz_objects(mnemo_fuzz_harness_${t} ${_mnemo_fuzz_dir}/fuzz_${t}.cpp)
 endforeach()
