@@ -1,8 +1,8 @@
 """What a memory holds besides its vector: Store.add's keys, namespaces,
 tags, attributes and payloads, update_fields, ids_of_keys, read and
 namespaces, held to a pure-Python model of mnemo.h's write rules on random
-writes (plain and sharded runtimes, a durable store's journal), with the
-types, limits, key conflicts and refusals.
+writes (plain and sharded runtimes, snapshots, a durable store's journal
+and checkpoints), with the types, limits, key conflicts and refusals.
 
 The rules (mnemo_memory_fields): a write replaces each field it is given
 (here: a column given and its entry not None) and keeps the others; a new
@@ -181,18 +181,19 @@ def any_rt(request: pytest.FixtureRequest) -> Iterator[mnemo.Runtime]:
         yield rt
 
 
-def test_random_writes_match_the_model(any_rt, rng) -> None:
-    store = mnemo.Store(any_rt, DIM)
-    model = FieldModel()
+def random_history(store: mnemo.Store, model: FieldModel, rng: np.random.Generator,
+                   steps: int, check_every: int = 5) -> List[str]:
+    """Random adds (new ids and upserts), field updates and removals, done
+    to the store and the model alike; returns the keys freed by removals."""
     next_id = int(rng.integers(1, 2**40))
     gone_keys: List[str] = []
-    for step in range(60):
+    for step in range(steps):
         live = sorted(model.mem)
         op = rng.choice(["new", "upsert", "update", "remove"]) if live else "new"
         if op == "remove":
             ids = [live[i] for i in rng.choice(len(live), min(len(live), 5), replace=False)]
             gone_keys += [model.mem[i]["key"] for i in ids if model.mem[i]["key"]]
-            assert store.remove(ids + [next_id + 10**9]) == len(ids)
+            assert store.remove(ids + [2**63 + step]) == len(ids)
             for i in ids:
                 del model.mem[i]
         elif op == "update":
@@ -211,9 +212,56 @@ def test_random_writes_match_the_model(any_rt, rng) -> None:
             times = [float(rng.integers(0, 1000)) for _ in ids] if rng.random() < 0.5 else None
             store.add(ids, vectors(rng, len(ids)), times=times, **cols)
             model.add(ids, times, cols)
-        if step % 5 == 4:
-            model.check(store, [next_id + 10**9, 0], gone_keys)
+        if check_every and step % check_every == check_every - 1:
+            model.check(store, [2**63 + step, 0], gone_keys)
+    return gone_keys
+
+
+def test_random_writes_match_the_model(any_rt, rng) -> None:
+    store = mnemo.Store(any_rt, DIM)
+    model = FieldModel()
+    gone_keys = random_history(store, model, rng, 60)
     model.check(store, [], gone_keys)
+
+
+def test_snapshot_keeps_fields(any_rt, cpu_rt, rng, tmp_path: Path) -> None:
+    """save / open: every field, the keys' map and the namespaces come back,
+    on the runtime that saved and on another; the reopened store goes on
+    taking writes under the same rules."""
+    store = mnemo.Store(any_rt, DIM)
+    model = FieldModel()
+    gone_keys = random_history(store, model, rng, 40, check_every=0)
+    path = tmp_path / "fields.mnemo"
+    store.save(path)
+    for runtime in (any_rt, cpu_rt):
+        with mnemo.Store.open(runtime, path) as again:
+            model.check(again, [0], gone_keys)
+    with mnemo.Store.open(any_rt, path) as again:
+        held = sorted(model.keys().items())
+        if held:
+            key, owner = held[0]
+            with pytest.raises(mnemo.MnemoError):
+                again.add([owner + 1], vectors(rng, 1), keys=[key])
+        random_history(again, model, rng, 20)
+        model.check(again, [], gone_keys)
+
+
+def test_durable_checkpoint_keeps_fields(cpu_rt, rng, tmp_path: Path) -> None:
+    """A checkpoint writes the fields into the snapshot and empties the
+    journal; writes after it are journaled; reopened, both are there."""
+    path = tmp_path / "durable.mnemo"
+    model = FieldModel()
+    store = mnemo.open_durable(cpu_rt, path, dim=DIM)
+    gone_keys = random_history(store, model, rng, 30, check_every=0)
+    store.checkpoint()
+    gone_keys += random_history(store, model, rng, 15, check_every=0)
+    model.check(store, [], gone_keys)
+    store.close()
+    with mnemo.open_durable(cpu_rt, path) as again:
+        model.check(again, [], gone_keys)
+        again.checkpoint()
+    with mnemo.open_durable(cpu_rt, path) as again:
+        model.check(again, [], gone_keys)
 
 
 def test_types_read_back_as_written(cpu_rt) -> None:

@@ -1,8 +1,9 @@
 """mnemo.Filter and filtered reads: Store.select / count_where and
 search(where=..., where_each=...), held to a pure-Python model of the store
 and of mnemo.h's filter semantics on random memories and random filters
-(dictionary form and builder), on a plain store, a store with an index and
-a store sharded by its runtime; and the refusals of malformed filters.
+(dictionary form and builder), on a plain store, a store with an index, a
+store sharded by its runtime and a store reopened from its snapshot; and the
+refusals of malformed filters.
 
 The model's semantics (mnemo.h): a predicate on a field a memory lacks is
 false, NOT makes it true; $ne and $nin need the attribute; INT and DOUBLE
@@ -556,6 +557,20 @@ def test_store_with_an_index(rt, rng) -> None:
     fill(store, model, rng, 50)
     check_select(store, model, gen, 40)
     check_search(store, model, gen, rng, 30, nprobe=16)
+
+
+def test_reopened_from_a_snapshot(rt, rng, tmp_path) -> None:
+    """The postings of a store opened from its snapshot (with its index)
+    answer as the saved store's did."""
+    store, model = filled(rt, rng, 800)
+    store.build_index(nlist=8, seed=int(rng.integers(1, 2**31)), background=False)
+    path = tmp_path / "filtered.mnemo"
+    store.save(path)
+    with mnemo.Store.open(rt, path) as again:
+        gen = FilterGen(rng, model)
+        check_select(again, model, gen, 100)
+        check_search(again, model, gen, rng, 60)
+        check_search(again, model, gen, rng, 30, nprobe=8)
 
 
 def test_select_offset_limit(rt, rng) -> None:
