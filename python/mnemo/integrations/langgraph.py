@@ -1,0 +1,477 @@
+"""LangGraph: a long-term memory store (langgraph-checkpoint's BaseStore)
+over a mnemo store.
+
+    from mnemo.integrations.langgraph import MnemoStore
+    store = MnemoStore(index={"dims": 384, "embed": my_embeddings, "fields": ["text"]})
+    store.put(("users", "42", "memories"), "m1", {"text": "likes tea", "kind": "pref"})
+    store.search(("users", "42"), query="drinks", filter={"kind": "pref"}, limit=5)
+
+An item is one memory per vector it has (at least one): the first holds
+the item's key (its namespace and key as a JSON list), namespace, payload
+(value, timestamps, TTL, vector count as JSON) and its value's fields as
+attributes and tags for filters (nested dicts as "a.b", lists as
+"name=value" tags and their JSON); the others, ids next to it, hold the
+item's further vectors (the index's fields, one per text, as
+InMemoryStore keeps them) with the same namespace and fields, so that a
+filtered semantic search runs in one mnemo search and is max-pooled per
+item. Namespace prefixes are mnemo namespace predicates; filters
+($eq $ne $gt $gte $lt $lte, nested dicts, lists) mnemo filters; listing
+is mnemo's namespace table. TTL: an item's expiry time is its memories'
+time field (tag "\\x1fttl"), refreshed on reads, omitted from reads with
+ttl={"omit_expired": True}, and removed by sweep_ttl() or the sweeper
+thread. docs/integrations.md lists what differs from InMemoryStore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from langgraph.store.base import (BaseStore, GetOp, IndexConfig, Item, ListNamespacesOp,
+                                  MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
+                                  TTLConfig, ensure_embeddings, get_text_at_path, tokenize_path,
+                                  validate_op_namespace)
+
+from ..enums import Status
+from ..errors import MnemoError
+from ..filters import Filter
+from ..store import NO_ID, Store
+from . import _common as c
+
+__all__ = ["MnemoStore", "translate_filter"]
+
+# Ids: an item's memories are base + j (j < 2**16), base a multiple of 2**16.
+_BITS = 16
+_STRIDE = 1 << _BITS
+_MASK = ~np.uint64(_STRIDE - 1)
+_ITEM = "\x1fi"   # tag of an item's first memory (its record)
+_VEC = "\x1fv"    # tag of the memories holding one of its vectors
+_TTL = "\x1fttl"  # tag of the memories of an item with a TTL (time = expiry)
+
+
+def _eq(name: str, v: Any) -> c.Cond:
+    """value == v (Python's ==, on a stored value)."""
+    if v is None:
+        return c.not_(c.present(name))
+    if isinstance(v, (list, tuple)):
+        return c.attr(name + c.LIST_SUFFIX, "$eq", c.canon(v))
+    if isinstance(v, dict):
+        raise ValueError("a filter comparing a whole object with $eq or $ne is not supported; "
+                         "compare its fields ({'field': {'sub': value}})")
+    if not c.scalar(v):
+        return c.FALSE  # NaN, or a value the store holds as absent
+    return c.attr(name, "$eq", v)
+
+
+def _cond(name: str, fv: Any) -> c.Cond:
+    """InMemoryStore's _compare_values(item_value, fv) at attribute `name`."""
+    if isinstance(fv, dict):
+        if any(k.startswith("$") for k in fv):
+            return c.and_(*(_op(name, op, v) for op, v in fv.items()))
+        # A partial match of an object: each field given, and it is an object.
+        return c.and_(c.tags("all", [name + c.DICT_SUFFIX]),
+                      *(_cond(name + "." + c.esc(k), v) for k, v in fv.items()))
+    return _eq(name, fv)
+
+
+_ORDER = {"$gt": "$gt", "$gte": "$gte", "$lt": "$lt", "$lte": "$lte"}
+
+
+def _op(name: str, op: str, v: Any) -> c.Cond:
+    if op == "$eq":
+        return _eq(name, v)
+    if op == "$ne":
+        return c.not_(_eq(name, v))
+    if op in _ORDER:
+        # float(value) op float(v): numbers only (a bool or a numeric string
+        # is no number to mnemo; InMemoryStore converts them).
+        return c.attr(name, op, float(v))
+    raise ValueError(f"Unsupported operator: {op}")
+
+
+def translate_filter(f: Optional[Dict[str, Any]]) -> c.Cond:
+    """A SearchOp filter as a mnemo condition (exact)."""
+    if not f:
+        return c.TRUE
+    return c.and_(*(_cond(c.esc(k), v) for k, v in f.items()))
+
+
+def _namespace_matches(ns: Tuple[str, ...], cond: MatchCondition) -> bool:
+    path = tuple(cond.path)
+    if len(ns) < len(path):
+        return False
+    pairs = zip(ns, path) if cond.match_type == "prefix" else zip(reversed(ns), reversed(path))
+    if cond.match_type not in ("prefix", "suffix"):
+        raise ValueError(f"Unsupported match type: {cond.match_type}")
+    return all(p == "*" or a == p for a, p in pairs)
+
+
+class MnemoStore(BaseStore):
+    """LangGraph's BaseStore on a mnemo store.
+
+    Args:
+        index: the semantic index, as for InMemoryStore: {"dims", "embed",
+            "fields"} (fields default ["$"], the whole value as JSON).
+            Without it, search takes no query (filters and listing only).
+        ttl: TTLConfig: default_ttl (minutes), refresh_on_read (default
+            True), omit_expired (default False: expired items stay visible
+            until swept), sweep_interval_minutes (start_ttl_sweeper).
+        store, runtime, path: an existing mnemo.Store (of dimension dims,
+            or 1 without an index), the runtime of one made here, or a
+            durable store file reopened or created.
+        clock: seconds since the epoch (default time.time); timestamps
+            and TTLs read it.
+
+    A batch runs its reads (get, search, list_namespaces) on the state
+    before it and then its writes, the last put of a key winning, as
+    InMemoryStore does.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(self, *, index: Optional[IndexConfig] = None, ttl: Optional[TTLConfig] = None,
+                 store: Optional[Store] = None, runtime: Any = None, path: Optional[str] = None,
+                 clock: Optional[Callable[[], float]] = None) -> None:
+        self.index_config: Optional[Dict[str, Any]] = None
+        self.embeddings = None
+        dim = 1
+        if index:
+            self.index_config = dict(index)
+            self.embeddings = ensure_embeddings(index.get("embed"))
+            dim = int(index["dims"])
+            self.index_config["__tokenized_fields"] = [
+                (p, tokenize_path(p)) if p != "$" else (p, p)
+                for p in (index.get("fields") or ["$"])]
+        self.ttl_config = ttl
+        self._clock = clock or time.time
+        self._backing = c.Backing(store, dim=dim, runtime=runtime, path=path, stride=_STRIDE)
+        self.dim = dim
+        self._plans = c.FilterCache()
+        self._sweeper: Optional[threading.Thread] = None
+        self._sweep_stop = threading.Event()
+
+    @property
+    def store(self) -> Store:
+        """The mnemo store."""
+        return self._backing.store  # type: ignore[return-value]
+
+    # Helpers.
+
+    def _now(self) -> float:
+        return float(self._clock())
+
+    def _stamp(self, t: float) -> str:
+        return datetime.fromtimestamp(t, tz=timezone.utc).isoformat()
+
+    @staticmethod
+    def _key(namespace: Tuple[str, ...], key: str) -> str:
+        return c.canon([*namespace, key])
+
+    def _live(self, now: float) -> Optional[Filter]:
+        """Not expired, when expired items are omitted from reads."""
+        if not (self.ttl_config and self.ttl_config.get("omit_expired")):
+            return None
+        return Filter.or_(Filter.not_(Filter.tags(_TTL)), Filter.time(lo=now))
+
+    def _where(self, prefix: Tuple[str, ...], flt: Optional[dict], *tag_terms: Filter,
+               now: float = 0.0) -> Optional[Filter]:
+        cond = self._plans.get(c.filter_key(flt), lambda: translate_filter(flt))
+        parts = [f for f in tag_terms]
+        if prefix:
+            parts.append(Filter.namespace(prefix, under=True))
+        live = self._live(now)
+        if live is not None:
+            parts.append(live)
+        if cond is not c.TRUE:
+            parts.append(cond.lo)
+        return Filter.and_(*parts) if parts else None
+
+    def _item(self, m: Any, score: Optional[float] = None, search: bool = False) -> Item:
+        body = json.loads(m.payload)
+        if search:
+            return SearchItem(namespace=m.namespace, key=body["key"], value=body["value"],
+                              created_at=datetime.fromisoformat(body["created_at"]),
+                              updated_at=datetime.fromisoformat(body["updated_at"]), score=score)
+        return Item(value=body["value"], key=body["key"], namespace=m.namespace,
+                    created_at=datetime.fromisoformat(body["created_at"]),
+                    updated_at=datetime.fromisoformat(body["updated_at"]))
+
+    def _refresh(self, records: Sequence[Any], now: float) -> None:
+        """New expiry times for the items read (those with a TTL)."""
+        ids: List[int] = []
+        times: List[float] = []
+        for m in records:
+            if _TTL not in m.tags:
+                continue
+            body = json.loads(m.payload)
+            t = now + float(body["ttl"]) * 60.0
+            n = max(int(body["vectors"]), 1)
+            ids.extend(range(m.id, m.id + n))
+            times.extend([t] * n)
+        if ids:
+            try:
+                self.store.set_times(np.asarray(ids, dtype=np.uint64), np.asarray(times))
+            except MnemoError as exc:
+                # Deleted by another thread since it was read: nothing to refresh.
+                if exc.status != Status.E_NOT_FOUND:
+                    raise
+
+    def _expired(self, m: Any, now: float) -> bool:
+        return _TTL in m.tags and m.time < now
+
+    # Batches.
+
+    def batch(self, ops: Iterable[Op]) -> List[Result]:
+        ops = list(ops)
+        queries, texts = self._prepare(ops)
+        qvec = {q: self.embeddings.embed_query(q) for q in queries} if queries else {}
+        dvec = self.embeddings.embed_documents(texts) if texts else []
+        return self._execute(ops, qvec, dvec)
+
+    async def abatch(self, ops: Iterable[Op]) -> List[Result]:
+        ops = list(ops)
+        queries, texts = self._prepare(ops)
+        qvec: Dict[str, Any] = {}
+        if queries:
+            got = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
+            qvec = dict(zip(queries, got))
+        dvec = await self.embeddings.aembed_documents(texts) if texts else []
+        return self._execute(ops, qvec, dvec)
+
+    def _puts(self, ops: Sequence[Op]) -> Dict[Tuple[Tuple[str, ...], str], PutOp]:
+        puts: Dict[Tuple[Tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                puts[(tuple(op.namespace), op.key)] = op
+        return puts
+
+    def _texts_of(self, op: PutOp) -> List[str]:
+        """The texts of a put's vectors, in InMemoryStore's order."""
+        if op.value is None or op.index is False or self.embeddings is None:
+            return []
+        if op.index is None:
+            paths = self.index_config["__tokenized_fields"]  # type: ignore[index]
+        else:
+            paths = [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
+        out: List[str] = []
+        for _, field in paths:
+            out.extend(get_text_at_path(op.value, field))
+        return out
+
+    def _prepare(self, ops: Sequence[Op]) -> Tuple[List[str], List[str]]:
+        """Checks every op; the distinct query texts and the put texts to embed."""
+        queries: Dict[str, None] = {}
+        for op in ops:
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op)}")
+            validate_op_namespace(op)
+            if isinstance(op, SearchOp) and op.query and self.embeddings is not None:
+                queries[op.query] = None
+        texts: List[str] = []
+        for op in self._puts(ops).values():
+            texts.extend(self._texts_of(op))
+        return list(queries), texts
+
+    def _execute(self, ops: Sequence[Op], qvec: Dict[str, Any], dvec: Sequence[Any]) -> List[Result]:
+        now = self._now()
+        results: List[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op, now))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op, qvec.get(op.query) if op.query else None, now))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op, now))
+            else:
+                results.append(None)
+        puts = self._puts(ops)
+        if puts:
+            self._write(puts, dvec, now)
+        return results
+
+    # Reads.
+
+    def _get(self, op: GetOp, now: float) -> Optional[Item]:
+        ids = self._backing.ids_of([self._key(tuple(op.namespace), op.key)])
+        if ids[0] == NO_ID:
+            return None
+        m = self.store.read(ids)[0]
+        if m is None:
+            return None
+        if self._live(now) is not None and self._expired(m, now):
+            return None
+        if op.refresh_ttl:
+            self._refresh([m], now)
+        return self._item(m)
+
+    def _search(self, op: SearchOp, query: Optional[Any], now: float) -> List[SearchItem]:
+        store = self.store
+        prefix = tuple(op.namespace_prefix)
+        offset, limit = int(op.offset), int(op.limit)
+        if limit <= 0:
+            return []
+        if query is None:
+            where = self._where(prefix, op.filter, Filter.tags(_ITEM), now=now)
+            ids = store.select(where, offset, limit)
+            records = [m for m in store.read(ids) if m is not None]
+            if op.refresh_ttl:
+                self._refresh(records, now)
+            return [self._item(m, None, True) for m in records]
+        q = c.as_query(query)
+        where = self._where(prefix, op.filter, Filter.tags(_VEC), now=now)
+        need = offset + limit
+        kk = need
+        while True:
+            ids, scores = store.search(q, kk, where=where)
+            n = int(np.count_nonzero(ids != NO_ID))
+            bases = (ids[:n] & _MASK).tolist()
+            best: Dict[int, float] = {}
+            for b, s in zip(bases, scores[:n].tolist()):
+                if b not in best:
+                    best[b] = s  # max pooling: results come best first
+                    if len(best) == need:
+                        break
+            if len(best) >= need or n < kk:
+                break
+            kk *= 4
+        kept = list(best.items())[offset:need]
+        records = store.read(np.asarray([b for b, _ in kept], dtype=np.uint64)) if kept else []
+        out = [(m, s) for m, (_, s) in zip(records, kept) if m is not None]
+        if len(out) < limit:
+            # As InMemoryStore: matching items without vectors fill the rest.
+            where0 = self._where(prefix, op.filter, Filter.tags(_ITEM),
+                                 Filter.not_(Filter.tags(_VEC)), now=now)
+            extra = store.select(where0, 0, limit - len(out))
+            out.extend((m, None) for m in store.read(extra) if m is not None)
+        if op.refresh_ttl:
+            self._refresh([m for m, _ in out], now)
+        return [self._item(m, s, True) for m, s in out]  # type: ignore[misc]
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> List[Tuple[str, ...]]:
+        names = [ns for ns, count in self.store.namespaces() if count]
+        if self._live(now) is not None:
+            names = [ns for ns in names if self.store.count_where(
+                Filter.and_(Filter.namespace(ns), Filter.tags(_ITEM), self._live(now))) > 0]
+        for cond in op.match_conditions or ():
+            names = [ns for ns in names if _namespace_matches(ns, cond)]
+        if op.max_depth is not None:
+            names = sorted({ns[: op.max_depth] for ns in names})
+        else:
+            names = sorted(names)
+        return names[op.offset: op.offset + op.limit]
+
+    # Writes.
+
+    def _write(self, puts: Dict[Tuple[Tuple[str, ...], str], PutOp], dvec: Sequence[Any],
+               now: float) -> None:
+        keys = [self._key(ns, k) for ns, k in puts]
+        vectors = np.asarray(dvec, dtype=np.float32).reshape(len(dvec), -1) if len(dvec) else None
+        if vectors is not None and vectors.shape[1] != self.dim:
+            raise ValueError(f"embeddings of dimension {vectors.shape[1]}; the index has "
+                             f"dims={self.dim}")
+        store = self.store
+        with self._backing.lock:
+            base_ids, existed = self._backing.assign(keys)
+            old = store.read(base_ids[existed]) if existed.any() else []
+            old_of = {m.id: json.loads(m.payload) for m in old if m is not None}
+            row_ids: List[int] = []
+            row_vecs: List[Any] = []
+            cols: Dict[str, List[Any]] = {"keys": [], "namespaces": [], "tags": [],
+                                          "attributes": [], "payloads": []}
+            times: List[float] = []
+            removed: List[int] = []
+            at = 0
+            zero = np.zeros(self.dim, dtype=np.float32)
+            for ((ns, key), op), base, key_text in zip(puts.items(), base_ids.tolist(), keys):
+                prev = old_of.get(base)
+                had = max(int(prev["vectors"]), 1) if prev else 0
+                if op.value is None:
+                    removed.extend(range(base, base + had))
+                    continue
+                m = len(self._texts_of(op))
+                if m > _STRIDE:
+                    raise ValueError(f"an item with {m} vectors; at most {_STRIDE}")
+                vecs = vectors[at:at + m] if m else None
+                at += m
+                value = dict(op.value)
+                ttl = op.ttl
+                body = {"key": key, "value": value,
+                        "created_at": prev["created_at"] if prev else self._stamp(now),
+                        "updated_at": self._stamp(now), "ttl": ttl, "vectors": m}
+                attrs, tag_list = c.project(value, nested=True)
+                extra = [_TTL] if ttl is not None else []
+                expiry = now + float(ttl) * 60.0 if ttl is not None else 0.0
+                for j in range(max(m, 1)):
+                    row_ids.append(base + j)
+                    row_vecs.append(vecs[j] if m else zero)
+                    first = j == 0
+                    cols["keys"].append(key_text if first else None)
+                    cols["payloads"].append(c.dumps(body) if first else None)
+                    cols["namespaces"].append(ns)
+                    cols["attributes"].append(attrs)
+                    cols["tags"].append(tag_list + extra + ([_ITEM] if first else [])
+                                        + ([_VEC] if m else []))
+                    times.append(expiry)
+                removed.extend(range(base + max(m, 1), base + had))
+            if row_ids:
+                store.add(np.asarray(row_ids, dtype=np.uint64), np.stack(row_vecs),
+                          times=np.asarray(times), **cols)
+            if removed:
+                store.remove(np.asarray(removed, dtype=np.uint64))
+
+    # TTL.
+
+    def sweep_ttl(self) -> int:
+        """Removes the items whose TTL has run out; returns how many."""
+        now = self._now()
+        with self._backing.lock:
+            where = Filter.and_(Filter.tags(_TTL), Filter.time(hi=now), Filter.tags(_ITEM))
+            expired = [m for m in self.store.read(self.store.select(where)) if m is not None]
+            ids: List[int] = []
+            for m in expired:
+                n = max(int(json.loads(m.payload)["vectors"]), 1)
+                ids.extend(range(m.id, m.id + n))
+            if ids:
+                self.store.remove(np.asarray(ids, dtype=np.uint64))
+        return len(expired)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: Optional[float] = None
+                          ) -> "concurrent.futures.Future[None]":
+        """Sweeps every sweep_interval_minutes (default: the TTL config's,
+        else 5) on a daemon thread until stop_ttl_sweeper()."""
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get(
+            "sweep_interval_minutes") or 5
+        done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        if self._sweeper is not None and self._sweeper.is_alive():
+            done.set_result(None)
+            return done
+        self._sweep_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweep_stop.wait(float(minutes) * 60.0):
+                    self.sweep_ttl()
+                done.set_result(None)
+            except BaseException as exc:  # the future reports it
+                done.set_exception(exc)
+
+        self._sweeper = threading.Thread(target=loop, name="mnemo-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: Optional[float] = None) -> bool:
+        """Stops the sweeper; whether it stopped within `timeout` seconds."""
+        if self._sweeper is None:
+            return True
+        self._sweep_stop.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
