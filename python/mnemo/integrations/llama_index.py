@@ -1,0 +1,286 @@
+"""LlamaIndex: a vector store (llama-index-core BasePydanticVectorStore)
+over a mnemo store.
+
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from mnemo.integrations.llama_index import MnemoVectorStore
+    vector_store = MnemoVectorStore()
+    index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(
+        vector_store=vector_store), embed_model=my_embed_model)
+
+A node is one memory: its node id the memory's key, the node itself
+(without its embedding) the payload as JSON, and the metadata a
+SimpleVectorStore filters on (the node's metadata, "_node_type",
+"document_id", "doc_id", "ref_doc_id") its attributes and tags
+(mnemo.integrations._common). MetadataFilters become mnemo filters run
+inside the search: EQ NE GT GTE LT LTE IN NIN, ANY ALL CONTAINS on lists
+(tags), IS_EMPTY, AND OR NOT and nested MetadataFilters, with
+SimpleVectorStore's rules for absent values (only NE and NIN hold for
+them). mnemo has no substring predicate: TEXT_MATCH,
+TEXT_MATCH_INSENSITIVE and CONTAINS / ANY / ALL on a string value are
+run as the store's filter with those tests widened to "has the field",
+and the memories it returns are tested here (all of them when at most
+4,096 match, else growing searches until similarity_top_k pass), so a
+query still gets min(k, matches) nodes. docs/integrations.md has the
+whole mapping.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import (BaseNode, Document, ImageDocument, ImageNode, IndexNode,
+                                     Node, TextNode)
+from llama_index.core.vector_stores.types import (BasePydanticVectorStore, FilterCondition,
+                                                  FilterOperator, MetadataFilter, MetadataFilters,
+                                                  VectorStoreQuery, VectorStoreQueryMode,
+                                                  VectorStoreQueryResult)
+
+from ..filters import Filter
+from ..store import NO_ID, Store
+from . import _common as c
+
+__all__ = ["MnemoVectorStore", "translate_filters"]
+
+_NODE_TYPES = {cls.class_name(): cls for cls in (TextNode, Node, ImageNode, IndexNode, Document,
+                                                  ImageDocument)}
+_CLASS_MARK = '"class_name":"'
+
+
+def _contains(n: str, v: Any) -> c.Cond:
+    """`v in value`: an element of a list, or (for a str) a substring."""
+    parts = [c.tags("any", [c.element_tag(n, v)])] if c.scalar(v) else []
+    if isinstance(v, str):
+        parts.append(c.substring(n, v))
+    return c.or_(*parts)
+
+
+def _leaf(f: MetadataFilter) -> c.Cond:
+    n = c.esc(f.key)
+    op, v = f.operator, f.value
+    if op == FilterOperator.IS_EMPTY:
+        return c.or_(c.not_(c.present(n)), c.attr(n, "$eq", ""),
+                     c.attr(n + c.LIST_SUFFIX, "$eq", "[]"))
+    if op in (FilterOperator.EQ, FilterOperator.NE):
+        if v is None:
+            eq = c.FALSE  # an absent value satisfies only NE and NIN
+        elif isinstance(v, list):
+            eq = c.attr(n + c.LIST_SUFFIX, "$eq", c.canon(v))
+        else:
+            eq = c.attr(n, "$eq", v) if c.scalar(v) else c.FALSE
+        return eq if op == FilterOperator.EQ else c.not_(eq)
+    if op in (FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT, FilterOperator.LTE):
+        if v is None or isinstance(v, list):
+            raise ValueError(f"{op.value} on {f.key!r} takes one number or string, not {v!r}")
+        mop = {FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte",
+               FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte"}[op]
+        return c.attr(n, mop, v)
+    if op in (FilterOperator.IN, FilterOperator.NIN):
+        if not isinstance(v, list):
+            raise ValueError(f"{op.value} on {f.key!r} takes a list, not {v!r}")
+        values = [x for x in v if c.scalar(x)]
+        inn = c.attr(n, "$in", *values) if values else c.FALSE
+        return inn if op == FilterOperator.IN else c.not_(inn)
+    if op == FilterOperator.CONTAINS:
+        return _contains(n, v)
+    if op in (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE):
+        if not isinstance(v, str):
+            raise ValueError(f"{op.value} on {f.key!r} takes a string, not {v!r}")
+        return c.substring(n, v, fold=op == FilterOperator.TEXT_MATCH_INSENSITIVE)
+    if op in (FilterOperator.ANY, FilterOperator.ALL):
+        values = list(v) if isinstance(v, (list, str)) else [v]
+        if not values:
+            return c.FALSE if op == FilterOperator.ANY else c.present(n)
+        each = [_contains(n, x) for x in values]
+        return c.or_(*each) if op == FilterOperator.ANY else c.and_(*each)
+    raise ValueError(f"unsupported filter operator {op!r}")
+
+
+def translate_filters(filters: Optional[MetadataFilters]) -> c.Cond:
+    """MetadataFilters (nested too) as a mnemo condition."""
+    if filters is None or not filters.filters:
+        return c.TRUE
+    parts = [translate_filters(f) if isinstance(f, MetadataFilters) else _leaf(f)
+             for f in filters.filters]
+    cond = filters.condition or FilterCondition.AND
+    if cond == FilterCondition.AND:
+        return c.and_(*parts)
+    if cond == FilterCondition.OR:
+        return c.or_(*parts)
+    if cond == FilterCondition.NOT:
+        return c.not_(c.or_(*parts))
+    raise ValueError(f"Invalid filter condition: {cond}")
+
+
+def _node_metadata(node: BaseNode) -> Dict[str, Any]:
+    """The metadata SimpleVectorStore filters on (node_to_metadata_dict's,
+    without the node's JSON)."""
+    meta = dict(node.metadata)
+    ref = node.ref_doc_id or "None"
+    meta["_node_type"] = node.class_name()
+    meta["document_id"] = meta["doc_id"] = meta["ref_doc_id"] = ref
+    return meta
+
+
+def _load_node(payload: bytes) -> BaseNode:
+    text = payload.decode("utf-8")
+    at = text.rfind(_CLASS_MARK)
+    name = text[at + len(_CLASS_MARK): text.index('"', at + len(_CLASS_MARK))] if at >= 0 else ""
+    return _NODE_TYPES.get(name, TextNode).model_validate_json(text)
+
+
+class MnemoVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store on a mnemo store (stores_text: query
+    results carry their nodes).
+
+    Args:
+        store: a mnemo.Store to use; None: one made on the first add
+            (dimension of the first embedding), or opened from `path`.
+        runtime: the mnemo.Runtime of a store made here.
+        path: a durable store file, reopened or created.
+        metric: "cosine" (default), "dot" or "l2sq" for a store made here.
+    """
+
+    stores_text: bool = True
+    flat_metadata: bool = False
+
+    _backing: Any = PrivateAttr()
+    _plans: Any = PrivateAttr()
+
+    def __init__(self, store: Optional[Store] = None, *, runtime: Any = None,
+                 path: Optional[str] = None, metric: str = "cosine", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._backing = c.Backing(store, runtime=runtime, path=path, metric=metric)
+        self._plans = c.FilterCache()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MnemoVectorStore"
+
+    @property
+    def client(self) -> Optional[Store]:
+        """The mnemo store."""
+        return self._backing.store
+
+    # Writes.
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+        nodes = list(nodes)
+        if not nodes:
+            return []
+        vectors = c.as_matrix([n.get_embedding() for n in nodes], len(nodes))
+        keys = [n.node_id for n in nodes]
+        payloads = [n.model_dump_json(exclude={"embedding"}) for n in nodes]
+        projected = [c.project(_node_metadata(n), nested=False) for n in nodes]
+        store = self._backing.ensure(vectors.shape[1])
+        with self._backing.lock:
+            for part in c.chunks(len(nodes), 16384):
+                ids, existed = self._backing.assign(keys[part])
+                tag_rows = None
+                if any(t for _, t in projected[part]) or existed.any():
+                    tag_rows = [t for _, t in projected[part]]
+                store.add(ids, vectors[part], keys=keys[part], payloads=payloads[part],
+                          attributes=[a for a, _ in projected[part]], tags=tag_rows)
+        return keys
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Deletes the nodes of the document `ref_doc_id`."""
+        store = self._backing.store
+        if store is None:
+            return
+        with self._backing.lock:
+            found = store.select(Filter.attribute("ref_doc_id", "$eq", ref_doc_id))
+            if found.size:
+                store.remove(found)
+
+    def _plan(self, node_ids: Optional[Sequence[str]], filters: Optional[MetadataFilters],
+              doc_ids: Optional[Sequence[str]] = None) -> c.Plan:
+        key = (c.filter_key(filters.model_dump() if filters is not None else None),
+               None if node_ids is None else tuple(node_ids),
+               None if doc_ids is None else tuple(doc_ids))
+        parts = []
+        if node_ids is not None:
+            parts.append(Filter.keys(list(node_ids)) if node_ids else Filter.nothing())
+        if doc_ids is not None:
+            parts.append(Filter.attribute("ref_doc_id", "$in", *doc_ids) if doc_ids
+                         else Filter.nothing())
+        scope = Filter.and_(*parts) if parts else None
+        return self._plans.get(key, lambda: c.Plan(scope, translate_filters(filters)))
+
+    def delete_nodes(self, node_ids: Optional[List[str]] = None,
+                     filters: Optional[MetadataFilters] = None, **delete_kwargs: Any) -> None:
+        """Deletes the nodes among node_ids (all when None) that match
+        `filters` (all when None): with neither, every node."""
+        store = self._backing.store
+        if store is None:
+            return
+        with self._backing.lock:
+            found = c.run_select(store, self._plan(node_ids, filters))
+            if found.size:
+                store.remove(found)
+
+    def clear(self) -> None:
+        store = self._backing.store
+        if store is None:
+            return
+        with self._backing.lock:
+            found = store.select(None)
+            if found.size:
+                store.remove(found)
+
+    # Reads.
+
+    def get_nodes(self, node_ids: Optional[List[str]] = None,
+                  filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
+        """The nodes among node_ids (in their order; all nodes, in the order
+        they were added, when None) that match `filters`."""
+        store = self._backing.store
+        if store is None:
+            return []
+        if node_ids is not None and filters is None:
+            ids = self._backing.ids_of(list(node_ids))
+            ids = ids[ids != NO_ID]
+        else:
+            ids = c.run_select(store, self._plan(node_ids, filters))
+        mems = [m for m in store.read(ids) if m is not None]
+        if node_ids is not None and filters is not None:
+            order = {k: i for i, k in enumerate(node_ids)}
+            mems.sort(key=lambda m: order.get(m.key, 0))
+        return [_load_node(m.payload) for m in mems]
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The similarity_top_k nodes nearest query.query_embedding among
+        those the filters, node_ids and doc_ids allow (DEFAULT mode; MMR
+        re-ranks the best max(4 k, 20) with LlamaIndex's own MMR)."""
+        if query.mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR):
+            raise NotImplementedError(f"MnemoVectorStore does not support query mode {query.mode}")
+        if query.query_embedding is None:
+            raise ValueError("MnemoVectorStore needs query.query_embedding")
+        store = self._backing.store
+        k = int(query.similarity_top_k)
+        if store is None or k <= 0:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        plan = self._plan(query.node_ids, query.filters, query.doc_ids)
+        q = c.as_query(query.query_embedding)
+        if query.mode == VectorStoreQueryMode.MMR:
+            return self._mmr(store, q, k, plan, kwargs.get("mmr_threshold", query.mmr_threshold))
+        hits = c.run_search(store, q, k, plan)
+        return VectorStoreQueryResult(nodes=[_load_node(m.payload) for _, _, m in hits],
+                                      similarities=[s for _, s, _ in hits],
+                                      ids=[m.key for _, _, m in hits])
+
+    def _mmr(self, store: Store, q: np.ndarray, k: int, plan: c.Plan,
+             threshold: Optional[float]) -> VectorStoreQueryResult:
+        from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
+        hits = c.run_search(store, q, max(4 * k, 20), plan)
+        if not hits:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        vectors = [store.get(i).tolist() for i, _, _ in hits]
+        sims, order = get_top_k_mmr_embeddings(q.tolist(), vectors, similarity_top_k=k,
+                                               embedding_ids=list(range(len(hits))),
+                                               mmr_threshold=threshold)
+        return VectorStoreQueryResult(nodes=[_load_node(hits[i][2].payload) for i in order],
+                                      similarities=list(sims),
+                                      ids=[hits[i][2].key for i in order])
