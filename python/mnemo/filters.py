@@ -18,7 +18,8 @@ list of dicts, "$not" one dict. Any other key names an attribute, whose
 condition is a plain value ($eq) or a dict of operators (several: ANDed):
 $eq $ne $lt $lte $gt $gte (one value), $in $nin (a list), $between
 ([lo, hi]), $exists (True / False), $not (a dict of operators). Values are
-int, float, bool or str; a bool is only compared by $eq $ne $in $nin. As in
+int, float, bool or str (a list of them may be a 1-D array); a bool is only
+compared by $eq $ne $in $nin. As in
 mnemo.h, a predicate on an attribute a memory lacks is false ($ne and $nin
 too: they need the attribute), and values of different kinds never equal
 or order each other. Reserved keys for the other fields:
@@ -27,13 +28,15 @@ or order each other. Reserved keys for the other fields:
     "$tags": a list of str (holds all of them), or {"$all": [...]} /
         {"$any": [...]};
     "$key": a str, or {"$eq": str} / {"$in": [...]};
-    "$id": an int, or {"$eq": int} / {"$in": [...]};
+    "$id": an int, or {"$eq": int} / {"$in": [...] or an array of ids};
     "$time", "$importance": {"$gte", "$gt", "$lte", "$lt", "$eq",
         "$between"} over the last-access time (seconds) or importance.
 
 A Filter is not tied to a store; it may be used by any number of searches
 at once. Its library handle is built on first use and freed by close() (or
-when the Filter is collected). Anything malformed raises MnemoValueError (a
+when the Filter is collected). A dict given to a search or a selection is
+built into a Filter that the package keeps for the next call giving an equal
+dict (the last 256 of them). Anything malformed raises MnemoValueError (a
 ValueError) or MnemoTypeError (a TypeError) when the Filter is made.
 """
 
@@ -43,6 +46,7 @@ import ctypes
 import math
 import os
 import threading
+from collections import OrderedDict
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -389,16 +393,57 @@ def _spread(args: Tuple[Any, ...]) -> Any:
     return args
 
 
-def as_filter(where: Optional[Where]) -> Tuple[Optional[Filter], bool]:
-    """(the Filter, whether it was made here and so must be closed by the
-    caller) of a Filter, a dict or None."""
-    if where is None:
-        return None, False
-    if isinstance(where, Filter):
-        return where, False
+def as_filter(where: Optional[Where]) -> Optional[Filter]:
+    """The Filter of a Filter, a dict (built once and kept for the next
+    call giving an equal dict) or None."""
+    if where is None or isinstance(where, Filter):
+        return where
     if isinstance(where, Mapping):
-        return Filter.from_dict(where), True
+        return _cached(where)
     raise _type_error(f"where must be a mnemo.Filter or a dict, not {type(where).__name__}")
+
+
+# Filters of the dictionary forms used lately: an agent asks with the same
+# dict call after call, and parsing and building it costs more than a small
+# search. Evicted ones are freed once no search holds them any more.
+_CACHE_SIZE = 256
+_cache: "OrderedDict[Any, Filter]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _frozen(x: Any) -> Any:
+    """A hashable image of a dictionary form that tells apart whatever
+    filters differently: the type of every value goes with it (True, 1 and
+    1.0 are equal and hash alike in Python), floats by their repr."""
+    if isinstance(x, Mapping):
+        return ("{", tuple((_frozen(k), _frozen(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return ("[", tuple(_frozen(v) for v in x))
+    if isinstance(x, (set, frozenset)):
+        return ("{}", frozenset(_frozen(v) for v in x))
+    if isinstance(x, (float, np.floating)):
+        return (type(x).__name__, repr(x))
+    hash(x)  # anything unhashable (an array of ids) is not kept
+    return (type(x).__name__, x)
+
+
+def _cached(where: Mapping[str, Any]) -> Filter:
+    try:
+        key = _frozen(where)
+    except TypeError:
+        return Filter.from_dict(where)
+    with _cache_lock:
+        f = _cache.get(key)
+        if f is not None:
+            _cache.move_to_end(key)
+            return f
+    f = Filter.from_dict(where)
+    f.handle  # built once, before others may share it
+    with _cache_lock:
+        f = _cache.setdefault(key, f)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return f
 
 
 # The expression tree: tuples, built and checked once, turned into library
@@ -548,6 +593,8 @@ def _operators(cond: Mapping[str, Any], allowed: Sequence[str], at: str) -> List
 
 
 def _listed(values: Any, at: str) -> Sequence[Any]:
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.tolist()
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (list, tuple, set,
                                                                             frozenset)):
         raise _type_error(f"{at} takes a list, not {type(values).__name__} ({values!r})")
@@ -622,7 +669,7 @@ def _id(cond: Any, at: str) -> Filter:
     if not isinstance(cond, Mapping):
         return Filter.ids(_one_id(cond, at))
     parts = [Filter.ids(_one_id(v, f"{at}[{op!r}]") if op == "$eq"
-                        else _listed(v, f"{at}[{op!r}]"))
+                        else v if isinstance(v, np.ndarray) else _listed(v, f"{at}[{op!r}]"))
              for op, v in _operators(cond, ("$eq", "$in"), at)]
     return Filter.and_(*parts)
 

@@ -679,36 +679,28 @@ class Store(OwnedHandle):
         first `offset`, at most `limit` of them (mnemo_store_select)."""
         offset = check_u64(offset, "offset")
         limit = None if limit is None else check_u64(limit, "limit")
-        f, made = as_filter(where)
-        try:
-            h = None if f is None else f.handle
-            want = max(self.count() - offset, 0)
-            while True:
-                cap = want if limit is None else min(want, limit)
-                out = aligned_empty(cap, np.uint64)
-                written, total = ctypes.c_uint64(), ctypes.c_uint64()
-                check(lib.mnemo_store_select(self.handle, h, offset, cap,
-                                             host_ptr(out) if cap else None,
-                                             ctypes.byref(written), ctypes.byref(total)))
-                want = max(total.value - offset, 0)
-                # Grown meanwhile by another thread's add: once more.
-                if written.value >= (want if limit is None else min(want, limit)):
-                    return out[:written.value]
-        finally:
-            if made:
-                f.close()  # type: ignore[union-attr]
+        f = as_filter(where)
+        h = None if f is None else f.handle
+        want = max(self.count() - offset, 0)
+        while True:
+            cap = want if limit is None else min(want, limit)
+            out = aligned_empty(cap, np.uint64)
+            written, total = ctypes.c_uint64(), ctypes.c_uint64()
+            check(lib.mnemo_store_select(self.handle, h, offset, cap,
+                                         host_ptr(out) if cap else None,
+                                         ctypes.byref(written), ctypes.byref(total)))
+            want = max(total.value - offset, 0)
+            # Grown meanwhile by another thread's add: once more.
+            if written.value >= (want if limit is None else min(want, limit)):
+                return out[:written.value]
 
     def count_where(self, where: Optional[Where] = None) -> int:
         """How many memories `where` matches (None: every memory)."""
-        f, made = as_filter(where)
-        try:
-            written, total = ctypes.c_uint64(), ctypes.c_uint64()
-            check(lib.mnemo_store_select(self.handle, None if f is None else f.handle, 0, 0, None,
-                                         ctypes.byref(written), ctypes.byref(total)))
-            return total.value
-        finally:
-            if made:
-                f.close()  # type: ignore[union-attr]
+        f = as_filter(where)
+        written, total = ctypes.c_uint64(), ctypes.c_uint64()
+        check(lib.mnemo_store_select(self.handle, None if f is None else f.handle, 0, 0, None,
+                                     ctypes.byref(written), ctypes.byref(total)))
+        return total.value
 
     def namespaces(self) -> "list[Tuple[Tuple[str, ...], int]]":
         """Each namespace the memories hold, as (parts, how many memories),
@@ -802,9 +794,19 @@ class Store(OwnedHandle):
         handle = self._handle
         if (handle is not None and filter_ids is None and filter_bitmap is None
                 and activation is None and not apply_bias and now is None and not touch
-                and where is None and where_each is None):
+                and where_each is None):
             kind = type(queries)
-            if kind is np.ndarray:
+            if where is not None:
+                if kind is np.ndarray:
+                    # The extension's numpy path with the filter in the options.
+                    f = as_filter(where)  # held through the call
+                    opts = _cdefs.SearchOptions.from_buffer_copy(_DEFAULT_OPTIONS)
+                    opts.where = f.handle  # type: ignore[union-attr]
+                    found = _ext.search_host(handle, queries, k, opts, self._dim, out_ids,
+                                             out_scores, False, nprobe)
+                    if found is not None:
+                        return found
+            elif kind is np.ndarray:
                 # Host arrays that are right as they are: checks, results and
                 # the call in the extension (None: something needs converting).
                 found = _ext.search_host(handle, queries, k, None, self._dim, out_ids,
@@ -841,21 +843,6 @@ class Store(OwnedHandle):
                 where_each: Any = None) -> Tuple[Any, Any]:
         """search() for every argument: conversions, filters, options, CUDA
         tensors of any producer, the host fallback of an AUTO runtime."""
-        made: "list[Filter]" = []  # filters made here from dicts: closed after the call
-        try:
-            return self._search_in(queries, k, filter_ids, filter_bitmap, filter_count,
-                                   apply_bias, activation, now, touch, out_ids, out_scores, copy,
-                                   nprobe, where, where_each, made)
-        finally:
-            for f in made:
-                f.close()
-
-    def _search_in(self, queries: Any, k: Any, filter_ids: Any, filter_bitmap: Any,
-                   filter_count: Optional[int], apply_bias: bool,
-                   activation: Union[Activation, bool, None], now: Optional[float], touch: bool,
-                   out_ids: Any, out_scores: Any, copy: Optional[bool], nprobe: int,
-                   where: Optional[Where], where_each: Any,
-                   made: "list[Filter]") -> Tuple[Any, Any]:
         k = check_u64(k, "k")
         opts = lib.mnemo_search_options_default()
         opts.nprobe = _check_nprobe(nprobe)
@@ -876,12 +863,10 @@ class Store(OwnedHandle):
             opts.filter_kind = FilterKind.SLOT_BITMAP
             opts.filter_bitmap = host_ptr(keep)
             opts.filter_count = count
-        f, own = as_filter(where)
-        if own:
-            made.append(f)  # type: ignore[arg-type]
+        f = as_filter(where)
         if f is not None:
             opts.where = f.handle
-        each = None  # the where_each array, alive through the call
+        each = None  # the where_each array and its filters, alive through the call
         place = Placement(self._runtime, queries, (), copy)
         for attempt in range(2):
             q = place.input(queries, "queries", [np.float32], ndim=(1, 2))
@@ -891,8 +876,8 @@ class Store(OwnedHandle):
                 raise MnemoValueError(Status.E_SHAPE,
                                       f"queries have dimension {qdim}; the store has {self.dim}")
             if where_each is not None and each is None:
-                each = _where_each(where_each, nq, made)
-                opts.where_each = ctypes.addressof(each)
+                each = _where_each(where_each, nq)
+                opts.where_each = ctypes.addressof(each[0])
             shape = (k,) if one else (nq, k)
             ids = place.output(out_ids, "out_ids", shape, np.uint64)
             scores = place.output(out_scores, "out_scores", shape, np.float32)
@@ -926,10 +911,10 @@ class Store(OwnedHandle):
         return words, n
 
 
-def _where_each(where_each: Any, nq: int, made: "list[Filter]") -> Any:
-    """mnemo_filter* [nq] of search()'s where_each: one Filter, dict or None
-    per query. A dict given for several queries becomes one filter, so that
-    queries in a row sharing it are searched together."""
+def _where_each(where_each: Any, nq: int) -> Tuple[Any, "list[Filter]"]:
+    """(mnemo_filter* [nq], the Filters it points to) of search()'s
+    where_each: one Filter, dict or None per query. Equal dicts get one
+    filter, so that queries in a row sharing it are searched together."""
     wrong = MnemoTypeError(Status.E_DTYPE, "where_each must be a list with one Filter, dict or "
                                            f"None per query, not a {type(where_each).__name__}")
     if isinstance(where_each, (str, bytes, Filter, Mapping)):
@@ -942,20 +927,17 @@ def _where_each(where_each: Any, nq: int, made: "list[Filter]") -> Any:
         raise MnemoValueError(Status.E_SHAPE, f"where_each has {len(entries)} entries; "
                                               f"expected one per query ({nq})")
     arr = (ctypes.c_void_p * max(nq, 1))()
-    built: Dict[int, Filter] = {}
+    held = []
     for i, e in enumerate(entries):
-        if e is None:
-            continue
-        if isinstance(e, Filter):
-            arr[i] = e.handle
-            continue
-        f = built.get(id(e))
-        if f is None:
-            f, _ = as_filter(e)  # a dict here (anything else: a TypeError)
-            made.append(f)
-            built[id(e)] = f
-        arr[i] = f.handle
-    return arr
+        f = as_filter(e)  # a TypeError for anything but a Filter, a dict or None
+        if f is not None:
+            held.append(f)
+            arr[i] = f.handle
+    return arr, held
+
+
+# The search options' defaults, copied by the filtered fast path.
+_DEFAULT_OPTIONS = lib.mnemo_search_options_default()
 
 
 # Fast paths of Store.search by query type, beside numpy's (which the

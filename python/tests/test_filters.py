@@ -617,6 +617,46 @@ def test_the_ctypes_call_gives_the_same_results(rt, rng) -> None:
         same_results(store.search(q, k, where=common, where_each=each), (ids, scores), k)
 
 
+def test_numpy_fast_path_and_general_path_agree(rt, rng) -> None:
+    """A numpy query with where alone takes the extension's numpy path;
+    the same search given as a list (converted on the general path) or
+    with where_each gives the same results."""
+    store, model = filled(rt, rng, 400)
+    gen = FilterGen(rng, model)
+    for _ in range(60):
+        g = gen.filter()
+        where = gen.form(g)
+        k = int(rng.integers(1, 30))
+        q = random_queries(rng, int(rng.integers(1, 4)))
+        fast = store.search(q, k, where=where)
+        same_results(store.search(q.tolist(), k, where=where), fast, g[0])
+        same_results(store.search(q, k, where_each=[where] * q.shape[0]), fast, g[0])
+        out = (mnemo.aligned_empty(fast[0].shape, np.uint64),
+               mnemo.aligned_empty(fast[1].shape, np.float32))
+        got = store.search(q, k, where=where, out_ids=out[0], out_scores=out[1])
+        assert got[0] is out[0] and got[1] is out[1]
+        same_results(got, fast, g[0])
+
+
+def test_equal_dicts_of_other_types_filter_apart(cpu_rt) -> None:
+    """Dicts are kept built for the next call giving an equal one; True, 1,
+    1.0 and "1" are equal or alike to Python but filter differently."""
+    store = mnemo.Store(cpu_rt, 2, "f32", "dot")
+    store.add([1, 2, 3, 4, 5], np.ones((5, 2), np.float32),
+              attributes=[{"v": 1}, {"v": 1.0}, {"v": True}, {"v": "1"}, {"v": -0.0}])
+    want = {"int": [1, 2], "bool": [3], "float": [1, 2], "str": [4], "zero": [5], "neg": [5]}
+    forms = {"int": {"v": 1}, "bool": {"v": True}, "float": {"v": 1.0}, "str": {"v": "1"},
+             "zero": {"v": 0}, "neg": {"v": -0.0}}
+    for _ in range(3):
+        for name, where in forms.items():
+            assert store.select(dict(where)).tolist() == want[name], name
+            ids, _ = store.search(np.ones(2, np.float32), 5, where=dict(where))
+            assert sorted(i for i in ids.tolist() if i != NO_ID) == want[name], name
+            assert store.count_where({"$or": [dict(where)]}) == len(want[name]), name
+    # Ids in an array are not kept: built each call.
+    assert store.select({"$id": {"$in": np.array([2, 5], np.uint64)}}).tolist() == [2, 5]
+
+
 def test_a_filter_is_shared_by_threads(rt, rng) -> None:
     store, model = filled(rt, rng, 400)
     gen = FilterGen(rng, model)
