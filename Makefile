@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations bench clean format fuzz fuzz-build
 
 all: build
 
@@ -84,7 +84,13 @@ test-cuda-build:
 	  cmake --build $(CUDA_CHECK) -j$(JOBS) --target mnemo_cuda; \
 	else echo "test-cuda-build: no nvcc, the CUDA module is not compiled"; fi
 
-test: test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build
+# The LangChain, LangGraph, LlamaIndex and mem0 adapters, each against its
+# framework's own suite or reference store, in a pinned venv of the build
+# folder (python/tests/integrations/run.sh; pip on its first run only).
+test-integrations: build
+	bash python/tests/integrations/run.sh $(BUILD)
+
+test: test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations
 	@echo "make test: all suites passed"
 
 # The CPU benchmark against FAISS and numpy (one run, one table): results in
