@@ -515,7 +515,6 @@ fn check_reads(what: &str, store: &Store<f32>, w: &World, rng: &mut Rng) {
         .namespaces()
         .unwrap()
         .into_iter()
-        .filter(|n| n.memories > 0)
         .map(|n| (n.path, n.memories))
         .collect();
     assert_eq!(got, want, "{what}: namespaces");
