@@ -252,8 +252,9 @@ class MnemoVectorStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The similarity_top_k nodes nearest query.query_embedding among
-        those the filters, node_ids and doc_ids allow (DEFAULT mode; MMR
-        re-ranks the best max(4 k, 20) with LlamaIndex's own MMR)."""
+        those the filters, node_ids and doc_ids (when not empty) allow
+        (DEFAULT mode; MMR re-ranks the best max(4 k, 20) with LlamaIndex's
+        own MMR)."""
         if query.mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR):
             raise NotImplementedError(f"MnemoVectorStore does not support query mode {query.mode}")
         if query.query_embedding is None:
@@ -262,7 +263,10 @@ class MnemoVectorStore(BasePydanticVectorStore):
         k = int(query.similarity_top_k)
         if store is None or k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        plan = self._plan(query.node_ids, query.filters, query.doc_ids)
+        # Empty node_ids / doc_ids restrict nothing, as in the vector stores
+        # that keep text: VectorStoreIndex.as_retriever passes its (for them
+        # empty) node table.
+        plan = self._plan(query.node_ids or None, query.filters, query.doc_ids or None)
         q = c.as_query(query.query_embedding)
         if query.mode == VectorStoreQueryMode.MMR:
             return self._mmr(store, q, k, plan, kwargs.get("mmr_threshold", query.mmr_threshold))

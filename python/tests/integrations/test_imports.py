@@ -33,3 +33,19 @@ def test_import_mnemo_imports_no_framework() -> None:
 ])
 def test_each_adapter_imports_its_framework_only(module: str, frameworks: set) -> None:
     assert loaded_after(f"import mnemo.integrations.{module}") == frameworks
+
+
+def test_extras_pin_what_the_suites_run() -> None:
+    """pip install "mnemo[langchain]" (and the others) installs the
+    versions these suites test: each extra's pin is in requirements.txt."""
+    import tomllib
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    project = tomllib.loads((here.parents[2] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    pinned = {line.strip().lower() for line in (here / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for name in ("langchain", "langgraph", "llama-index", "mem0"):
+        assert extras[name], name
+        for req in extras[name]:
+            assert "==" in req and req.lower() in pinned, (name, req)

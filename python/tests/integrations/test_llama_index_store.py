@@ -1,0 +1,84 @@
+"""MnemoVectorStore (LlamaIndex) as LlamaIndex uses it: under a
+VectorStoreIndex (its retriever passes an empty node_ids list), with
+delete_ref_doc, the async forms, MMR, doc_ids and a durable store."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List
+
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import (FilterOperator, MetadataFilter, MetadataFilters,
+                                                  VectorStoreQuery, VectorStoreQueryMode)
+
+from hash_embeddings import HashEmbeddings
+from mnemo.integrations.llama_index import MnemoVectorStore
+
+_H = HashEmbeddings(64)
+
+
+class Embed(BaseEmbedding):
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return _H.embed_query(text)
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return _H.embed_query(query)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return _H.embed_query(query)
+
+
+def test_vector_store_index_end_to_end() -> None:
+    docs = [Document(text="green tea and jasmine", metadata={"kind": "tea"}, doc_id="d1"),
+            Document(text="black coffee beans", metadata={"kind": "coffee"}, doc_id="d2"),
+            Document(text="green tea ceremony", metadata={"kind": "tea"}, doc_id="d3")]
+    vs = MnemoVectorStore()
+    index = VectorStoreIndex.from_documents(
+        docs, storage_context=StorageContext.from_defaults(vector_store=vs), embed_model=Embed())
+    hits = index.as_retriever(similarity_top_k=2).retrieve("green tea")
+    assert {h.node.ref_doc_id for h in hits} == {"d1", "d3"}
+    only = MetadataFilters(filters=[MetadataFilter(key="kind", value="coffee")])
+    hits = index.as_retriever(similarity_top_k=2, filters=only).retrieve("green tea")
+    assert [h.node.ref_doc_id for h in hits] == ["d2"]
+    index.delete_ref_doc("d1")
+    hits = index.as_retriever(similarity_top_k=5).retrieve("green tea")
+    assert {h.node.ref_doc_id for h in hits} == {"d2", "d3"}
+
+
+def nodes() -> List[TextNode]:
+    texts = ["green tea", "green tea leaves", "black coffee", "tokyo rain"]
+    out = []
+    for i, t in enumerate(texts):
+        n = TextNode(id_=f"n{i}", text=t, metadata={"i": i}, embedding=_H.embed_query(t))
+        n.relationships = {}
+        out.append(n)
+    return out
+
+
+def test_async_mmr_doc_ids_and_reopen(tmp_path: Any) -> None:
+    path = str(tmp_path / "li.mnemo")
+    vs = MnemoVectorStore(path=path)
+    q = _H.embed_query("green tea")
+
+    async def go() -> None:
+        assert await vs.async_add(nodes()) == ["n0", "n1", "n2", "n3"]
+        res = await vs.aquery(VectorStoreQuery(query_embedding=q, similarity_top_k=2))
+        assert res.ids == ["n0", "n1"] and res.nodes[0].text == "green tea"
+        await vs.adelete_nodes(["n3"])
+        assert [n.node_id for n in await vs.aget_nodes()] == ["n0", "n1", "n2"]
+
+    asyncio.run(go())
+    mmr = vs.query(VectorStoreQuery(query_embedding=q, similarity_top_k=2,
+                                    mode=VectorStoreQueryMode.MMR), mmr_threshold=0.1)
+    assert mmr.ids[0] == "n0" and mmr.ids[1] == "n2"
+    none = vs.query(VectorStoreQuery(query_embedding=q, similarity_top_k=3, doc_ids=["nope"]))
+    assert none.ids == []
+    f = MetadataFilters(filters=[MetadataFilter(key="i", value=[0, 2], operator=FilterOperator.IN)])
+    assert vs.query(VectorStoreQuery(query_embedding=q, similarity_top_k=3, filters=f)).ids == ["n0", "n2"]
+    vs.client.close()
+    again = MnemoVectorStore(path=path)
+    assert again.query(VectorStoreQuery(query_embedding=q, similarity_top_k=1)).ids == ["n0"]
+    again.clear()
+    assert again.get_nodes() == []
