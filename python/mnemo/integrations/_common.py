@@ -395,10 +395,11 @@ def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
     min(k, matches) come back, as from an exact one."""
     if plan.test is None:
         ids, scores = store.search(query, k, where=plan.where)
-        n = int(np.count_nonzero(ids != NO_ID))
-        idl = ids[:n].tolist()
+        # Plain list work after the scan, whose reads leave the caches cold.
+        idl = ids.tolist()
+        n = idl.index(NO_ID) if NO_ID in idl else len(idl)
         mems = store.read(ids[:n]) if want_memories and n else [None] * n
-        return list(zip(idl, scores[:n].tolist(), mems))
+        return list(zip(idl[:n], scores.tolist()[:n], mems))
     test = plan.test
     total = store.count_where(plan.where)
     if total == 0:

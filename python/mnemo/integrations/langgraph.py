@@ -53,6 +53,8 @@ _MASK = ~np.uint64(_STRIDE - 1)
 _ITEM = "\x1fi"   # tag of an item's first memory (its record)
 _VEC = "\x1fv"    # tag of the memories holding one of its vectors
 _TTL = "\x1fttl"  # tag of the memories of an item with a TTL (time = expiry)
+_KINDS = {"vectors": Filter.tags(_VEC), "items": Filter.tags(_ITEM),
+          "bare": Filter.and_(Filter.tags(_ITEM), Filter.not_(Filter.tags(_VEC)))}
 
 
 def _eq(name: str, v: Any) -> c.Cond:
@@ -179,18 +181,25 @@ class MnemoStore(BaseStore):
             return None
         return Filter.or_(Filter.not_(Filter.tags(_TTL)), Filter.time(lo=now))
 
-    def _where(self, prefix: Tuple[str, ...], flt: Optional[dict], *tag_terms: Filter,
+    def _where(self, prefix: Tuple[str, ...], flt: Optional[dict], kind: str,
                now: float = 0.0) -> Optional[Filter]:
-        cond = self._plans.get(c.filter_key(flt), lambda: translate_filter(flt))
-        parts = [f for f in tag_terms]
-        if prefix:
-            parts.append(Filter.namespace(prefix, under=True))
+        """The store's filter of a search: `kind` ("vectors": the memories
+        holding vectors; "items": item records; "bare": records of items
+        without vectors), under `prefix`, matching `flt`, and not expired
+        when expired items are omitted. Built once per (prefix, filter,
+        kind), so the library's filter is too; the expiry part, which
+        depends on the time, is added per call."""
+        def make() -> Filter:
+            parts = [_KINDS[kind]]
+            if prefix:
+                parts.append(Filter.namespace(prefix, under=True))
+            cond = translate_filter(flt)
+            if cond is not c.TRUE:
+                parts.append(cond.lo)
+            return Filter.and_(*parts)
+        where = self._plans.get((prefix, c.filter_key(flt), kind), make)
         live = self._live(now)
-        if live is not None:
-            parts.append(live)
-        if cond is not c.TRUE:
-            parts.append(cond.lo)
-        return Filter.and_(*parts) if parts else None
+        return where if live is None else Filter.and_(where, live)
 
     def _item(self, m: Any, score: Optional[float] = None, search: bool = False) -> Item:
         body = json.loads(m.payload)
@@ -317,14 +326,14 @@ class MnemoStore(BaseStore):
         if limit <= 0:
             return []
         if query is None:
-            where = self._where(prefix, op.filter, Filter.tags(_ITEM), now=now)
+            where = self._where(prefix, op.filter, "items", now)
             ids = store.select(where, offset, limit)
             records = [m for m in store.read(ids) if m is not None]
             if op.refresh_ttl:
                 self._refresh(records, now)
             return [self._item(m, None, True) for m in records]
         q = c.as_query(query)
-        where = self._where(prefix, op.filter, Filter.tags(_VEC), now=now)
+        where = self._where(prefix, op.filter, "vectors", now)
         need = offset + limit
         kk = need
         while True:
@@ -345,8 +354,7 @@ class MnemoStore(BaseStore):
         out = [(m, s) for m, (_, s) in zip(records, kept) if m is not None]
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
-            where0 = self._where(prefix, op.filter, Filter.tags(_ITEM),
-                                 Filter.not_(Filter.tags(_VEC)), now=now)
+            where0 = self._where(prefix, op.filter, "bare", now)
             extra = store.select(where0, 0, limit - len(out))
             out.extend((m, None) for m in store.read(extra) if m is not None)
         if op.refresh_ttl:

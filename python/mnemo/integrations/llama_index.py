@@ -57,8 +57,13 @@ def _contains(n: str, v: Any) -> c.Cond:
     return c.or_(*parts)
 
 
+# SimpleVectorStore's metadata holds the node's document id three times
+# (for Chroma, Pinecone and Weaviate); here it is one attribute.
+_DOC_ID_ALIASES = {"doc_id": "ref_doc_id", "document_id": "ref_doc_id"}
+
+
 def _leaf(f: MetadataFilter) -> c.Cond:
-    n = c.esc(f.key)
+    n = c.esc(_DOC_ID_ALIASES.get(f.key, f.key))
     op, v = f.operator, f.value
     if op == FilterOperator.IS_EMPTY:
         return c.or_(c.not_(c.present(n)), c.attr(n, "$eq", ""),
@@ -116,11 +121,13 @@ def translate_filters(filters: Optional[MetadataFilters]) -> c.Cond:
 
 def _node_metadata(node: BaseNode) -> Dict[str, Any]:
     """The metadata SimpleVectorStore filters on (node_to_metadata_dict's,
-    without the node's JSON)."""
+    without the node's JSON; its doc_id and document_id, which repeat
+    ref_doc_id, are filtered as ref_doc_id)."""
     meta = dict(node.metadata)
-    ref = node.ref_doc_id or "None"
+    meta.pop("doc_id", None)
+    meta.pop("document_id", None)
     meta["_node_type"] = node.class_name()
-    meta["document_id"] = meta["doc_id"] = meta["ref_doc_id"] = ref
+    meta["ref_doc_id"] = node.ref_doc_id or "None"  # doc_id and document_id: aliases
     return meta
 
 

@@ -22,7 +22,8 @@ insert.
 Each mem0 memory is one mnemo memory: the mem0 id (namespaced by the
 collection) its key, the payload its payload (JSON), and the payload's
 fields its attributes for filters, except the free texts "data" and
-"text_lemmatized" (kept in the payload, not filterable). Collections are
+"text_lemmatized" and the text's "hash" (kept in the payload, not
+filterable). Collections are
 namespaces of one mnemo store per (path or store_name, dimension), so
 mem0's entity collection lives beside its memories. Filters (user_id,
 agent_id, run_id and the other fields; eq ne gt gte lt lte in nin contains
@@ -49,8 +50,9 @@ from . import _common as c
 
 __all__ = ["MnemoConfig", "MnemoVectorStore", "OutputData", "register", "translate_filters"]
 
-# Payload fields held only in the payload (free text, never filter fields).
-_UNFILTERED = ("data", "text_lemmatized")
+# Payload fields held only in the payload: free text and the text's md5,
+# never filter fields (each would add a unique string to the store's pool).
+_UNFILTERED = ("data", "text_lemmatized", "hash")
 
 
 class OutputData(BaseModel):
@@ -201,10 +203,13 @@ class MnemoVectorStore(VectorStoreBase):
         projected = [self._project(p) for p in payloads]
         store = self._backing.ensure(vecs.shape[1])
         with self._backing.lock:
-            mids, _ = self._backing.assign(keys)
+            mids, existed = self._backing.assign(keys)
+            # Tags only when some memory has them or an upsert must clear them.
+            tag_rows = [t for _, t in projected] \
+                if existed.any() or any(t for _, t in projected) else None
             store.add(mids, vecs, keys=keys, namespaces=[(self.collection_name,)] * n,
                       payloads=[c.dumps(p) for p in payloads],
-                      attributes=[a for a, _ in projected], tags=[t for _, t in projected])
+                      attributes=[a for a, _ in projected], tags=tag_rows)
 
     def search(self, query: str, vectors: List[float], top_k: int = 5,
                filters: Optional[Dict] = None) -> List[OutputData]:
