@@ -243,7 +243,7 @@ class MnemoVectorStore(VectorStore):
         wanted = list(dict.fromkeys(ids))
         found = self._backing.ids_of([self._key(i) for i in wanted])
         found = found[found != NO_ID]
-        return [self._document(m) for m in store.read(found) if m is not None]
+        return [self._document(m) for m in c.read_rows(store, found) if m is not None]
 
     def _plan(self, filter: Optional[dict]) -> c.Plan:
         if filter is None and self._scope is None:

@@ -49,7 +49,7 @@ __all__ = ["MnemoStore", "translate_filter"]
 # Ids: an item's memories are base + j (j < 2**16), base a multiple of 2**16.
 _BITS = 16
 _STRIDE = 1 << _BITS
-_MASK = ~np.uint64(_STRIDE - 1)
+_MASK = ~(_STRIDE - 1)  # on Python ints
 _ITEM = "\x1fi"   # tag of an item's first memory (its record)
 _VEC = "\x1fv"    # tag of the memories holding one of its vectors
 _TTL = "\x1fttl"  # tag of the memories of an item with a TTL (time = expiry)
@@ -201,24 +201,28 @@ class MnemoStore(BaseStore):
         live = self._live(now)
         return where if live is None else Filter.and_(where, live)
 
-    def _item(self, m: Any, score: Optional[float] = None, search: bool = False) -> Item:
-        body = json.loads(m.payload)
+    def _read(self, ids: Any) -> List[Tuple[Any, Dict[str, Any]]]:
+        """(row, payload as a dict) of the item records among `ids`."""
+        return [(m, json.loads(m.payload)) for m in c.read_rows(self.store, ids) if m is not None]
+
+    @staticmethod
+    def _item(m: Any, body: Dict[str, Any], score: Optional[float] = None,
+              search: bool = False) -> Item:
+        created = datetime.fromisoformat(body["created_at"])
+        updated = datetime.fromisoformat(body["updated_at"])
         if search:
             return SearchItem(namespace=m.namespace, key=body["key"], value=body["value"],
-                              created_at=datetime.fromisoformat(body["created_at"]),
-                              updated_at=datetime.fromisoformat(body["updated_at"]), score=score)
+                              created_at=created, updated_at=updated, score=score)
         return Item(value=body["value"], key=body["key"], namespace=m.namespace,
-                    created_at=datetime.fromisoformat(body["created_at"]),
-                    updated_at=datetime.fromisoformat(body["updated_at"]))
+                    created_at=created, updated_at=updated)
 
-    def _refresh(self, records: Sequence[Any], now: float) -> None:
+    def _refresh(self, records: Sequence[Tuple[Any, Dict[str, Any]]], now: float) -> None:
         """New expiry times for the items read (those with a TTL)."""
         ids: List[int] = []
         times: List[float] = []
-        for m in records:
-            if _TTL not in m.tags:
+        for m, body in records:
+            if body["ttl"] is None:
                 continue
-            body = json.loads(m.payload)
             t = now + float(body["ttl"]) * 60.0
             n = max(int(body["vectors"]), 1)
             ids.extend(range(m.id, m.id + n))
@@ -230,9 +234,6 @@ class MnemoStore(BaseStore):
                 # Deleted by another thread since it was read: nothing to refresh.
                 if exc.status != Status.E_NOT_FOUND:
                     raise
-
-    def _expired(self, m: Any, now: float) -> bool:
-        return _TTL in m.tags and m.time < now
 
     # Batches.
 
@@ -310,14 +311,15 @@ class MnemoStore(BaseStore):
         ids = self._backing.ids_of([self._key(tuple(op.namespace), op.key)])
         if ids[0] == NO_ID:
             return None
-        m = self.store.read(ids)[0]
-        if m is None:
+        found = self._read(ids)
+        if not found:
             return None
-        if self._live(now) is not None and self._expired(m, now):
-            return None
+        m, body = found[0]
+        if self._live(now) is not None and body["ttl"] is not None and m.time < now:
+            return None  # expired, and expired items are omitted
         if op.refresh_ttl:
-            self._refresh([m], now)
-        return self._item(m)
+            self._refresh(found, now)
+        return self._item(m, body)
 
     def _search(self, op: SearchOp, query: Optional[Any], now: float) -> List[SearchItem]:
         store = self.store
@@ -328,20 +330,21 @@ class MnemoStore(BaseStore):
         if query is None:
             where = self._where(prefix, op.filter, "items", now)
             ids = store.select(where, offset, limit)
-            records = [m for m in store.read(ids) if m is not None]
+            records = self._read(ids)
             if op.refresh_ttl:
                 self._refresh(records, now)
-            return [self._item(m, None, True) for m in records]
+            return [self._item(m, body, None, True) for m, body in records]
         q = c.as_query(query)
         where = self._where(prefix, op.filter, "vectors", now)
         need = offset + limit
         kk = need
         while True:
             ids, scores = store.search(q, kk, where=where)
-            n = int(np.count_nonzero(ids != NO_ID))
-            bases = (ids[:n] & _MASK).tolist()
+            idl = ids.tolist()
+            n = idl.index(NO_ID) if NO_ID in idl else len(idl)
             best: Dict[int, float] = {}
-            for b, s in zip(bases, scores[:n].tolist()):
+            for i, s in zip(idl[:n], scores.tolist()):
+                b = i & _MASK
                 if b not in best:
                     best[b] = s  # max pooling: results come best first
                     if len(best) == need:
@@ -350,16 +353,16 @@ class MnemoStore(BaseStore):
                 break
             kk *= 4
         kept = list(best.items())[offset:need]
-        records = store.read(np.asarray([b for b, _ in kept], dtype=np.uint64)) if kept else []
-        out = [(m, s) for m, (_, s) in zip(records, kept) if m is not None]
+        score_of = dict(kept)
+        out = [(m, body, score_of[m.id]) for m, body in self._read([b for b, _ in kept])]
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
             where0 = self._where(prefix, op.filter, "bare", now)
             extra = store.select(where0, 0, limit - len(out))
-            out.extend((m, None) for m in store.read(extra) if m is not None)
+            out.extend((m, body, None) for m, body in self._read(extra))
         if op.refresh_ttl:
-            self._refresh([m for m, _ in out], now)
-        return [self._item(m, s, True) for m, s in out]  # type: ignore[misc]
+            self._refresh([(m, body) for m, body, _ in out], now)
+        return [self._item(m, body, s, True) for m, body, s in out]  # type: ignore[misc]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> List[Tuple[str, ...]]:
         names = [ns for ns, count in self.store.namespaces() if count]
@@ -386,8 +389,8 @@ class MnemoStore(BaseStore):
         store = self.store
         with self._backing.lock:
             base_ids, existed = self._backing.assign(keys)
-            old = store.read(base_ids[existed]) if existed.any() else []
-            old_of = {m.id: json.loads(m.payload) for m in old if m is not None}
+            old_of = {m.id: body for m, body in self._read(base_ids[existed])} \
+                if existed.any() else {}
             row_ids: List[int] = []
             row_vecs: List[Any] = []
             cols: Dict[str, List[Any]] = {"keys": [], "namespaces": [], "tags": [],
@@ -440,10 +443,10 @@ class MnemoStore(BaseStore):
         now = self._now()
         with self._backing.lock:
             where = Filter.and_(Filter.tags(_TTL), Filter.time(hi=now), Filter.tags(_ITEM))
-            expired = [m for m in self.store.read(self.store.select(where)) if m is not None]
+            expired = self._read(self.store.select(where))
             ids: List[int] = []
-            for m in expired:
-                n = max(int(json.loads(m.payload)["vectors"]), 1)
+            for m, body in expired:
+                n = max(int(body["vectors"]), 1)
                 ids.extend(range(m.id, m.id + n))
             if ids:
                 self.store.remove(np.asarray(ids, dtype=np.uint64))

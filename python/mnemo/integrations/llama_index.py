@@ -251,7 +251,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
             ids = ids[ids != NO_ID]
         else:
             ids = c.run_select(store, self._plan(node_ids, filters))
-        mems = [m for m in store.read(ids) if m is not None]
+        mems = [m for m in c.read_rows(store, ids) if m is not None]
         if node_ids is not None and filters is not None:
             order = {k: i for i, k in enumerate(node_ids)}
             mems.sort(key=lambda m: order.get(m.key, 0))

@@ -241,7 +241,7 @@ class MnemoVectorStore(VectorStoreBase):
             if vector is not None:
                 if payload is None:
                     import json
-                    payload = json.loads(store.read([mid])[0].payload)
+                    payload = json.loads(c.read_rows(store, [mid])[0].payload)
                 a, t = self._project(payload)
                 store.add([mid], c.as_matrix([vector], 1), payloads=[c.dumps(payload)],
                           attributes=[a], tags=[t])
@@ -256,7 +256,7 @@ class MnemoVectorStore(VectorStoreBase):
         mid = self._id_of(vector_id)
         if mid is None:
             return None
-        m = store.read([mid])[0]
+        m = c.read_rows(store, [mid])[0]
         return None if m is None else self._output(m)
 
     def list_cols(self) -> List[str]:
@@ -288,7 +288,7 @@ class MnemoVectorStore(VectorStoreBase):
         if store is None:
             return [[]]
         ids = c.run_select(store, self._plan(filters), 0, top_k)
-        return [[self._output(m) for m in store.read(ids) if m is not None]]
+        return [[self._output(m) for m in c.read_rows(store, ids) if m is not None]]
 
     def reset(self) -> None:
         self.delete_col()
