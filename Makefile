@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations bench clean format fuzz fuzz-build
+.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations bench bench-integrations clean format fuzz fuzz-build
 
 all: build
 
@@ -127,6 +127,14 @@ bench-ivf:
 	  cpu bench/results/ivf-cpu.jsonl "make bench-ivf" faiss \
 	  cpu-patches bench/results/ivf-cpu-patches.jsonl "make bench-ivf (--data patches)" faiss \
 	  $$( [ -f $(IVF_GPU_RESULTS) ] && echo gpu $(IVF_GPU_RESULTS) device-test.sh cuvs )
+
+# The framework adapters' targets (search overhead over Store.search, against
+# LangChain's InMemoryVectorStore and FAISS store, adds/s; 100k x 384 f32) in
+# the integrations' venv: bench/results/integrations-cpu.jsonl.
+bench-integrations: build
+	PYTHONPATH=python MNEMO_LIBRARY=$(CURDIR)/$(BUILD)/lib/libmnemo.so \
+	  $$(bash python/tests/integrations/venv.sh $(BUILD)) bench/integrations/bench.py \
+	  --threads $(BENCH_THREADS) --out bench/results/integrations-cpu.jsonl
 
 # libFuzzer targets (clang, ASan+UBSan) in the sanitized folder; `make fuzz`
 # runs each for FUZZ_SECONDS, FUZZ_JOBS at a time (one process a core), and
