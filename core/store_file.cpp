@@ -264,7 +264,7 @@ class SectionReader {
   void fill(uint64_t n) {
     const uint64_t keep = in_ - at_;
     const uint64_t more = std::min<uint64_t>(std::max<uint64_t>(n, kIoChunkBytes) - keep, end_ - in_);
-    std::memmove(buf_.data(), buf_.data() + (buf_.size() - keep), keep);
+    if (keep > 0) std::memmove(buf_.data(), buf_.data() + (buf_.size() - keep), keep);
     buf_.resize(keep + more);
     f_.read_at(in_, buf_.data() + keep, more, "fields");
     XXH3_64bits_update(hash_, buf_.data() + keep, more);
