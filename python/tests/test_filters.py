@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import mnemo
+from conftest import CUDA_ON
 from mnemo import Filter, Status
 from mnemo._lib import lib
 
@@ -636,6 +637,34 @@ def test_numpy_fast_path_and_general_path_agree(rt, rng) -> None:
         got = store.search(q, k, where=where, out_ids=out[0], out_scores=out[1])
         assert got[0] is out[0] and got[1] is out[1]
         same_results(got, fast, g[0])
+
+
+@pytest.mark.skipif(not CUDA_ON, reason="CUDA tensor cases run only with MNEMO_TEST_CUDA=1")
+def test_torch_cuda_queries_with_filters(rng) -> None:
+    """torch CUDA queries on a CUDA runtime (mnemo_store_search_device, the
+    filters in host memory): where and where_each give the brute force."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    with mnemo.Runtime(backend="cuda") as cuda_rt:
+        store, model = filled(cuda_rt, rng, 600)
+        gen = FilterGen(rng, model)
+        for _ in range(40):
+            nq, k = int(rng.integers(1, 5)), int(rng.integers(1, 20))
+            q = random_queries(rng, nq)
+            tq = torch.from_numpy(q).cuda()
+            g = gen.filter()
+            gens = [gen.filter() if rng.random() < 0.7 else None for _ in range(nq)]
+            each = [None if e is None else gen.form(e) for e in gens]
+            ids, scores = store.search(tq, k, where=gen.form(g), where_each=each)
+            assert ids.is_cuda and scores.is_cuda
+            ids = ids.cpu().numpy().view(np.uint64)
+            scores = scores.cpu().numpy()
+            for row, e in enumerate(gens):
+                preds = [g[2]] + ([] if e is None else [e[2]])
+                allowed = model.ids(lambda r: all(p(r) for p in preds))
+                same_results((ids[row], scores[row]), brute_force(model, q[row], k, allowed),
+                             (g[0], None if e is None else e[0]))
 
 
 def test_equal_dicts_of_other_types_filter_apart(cpu_rt) -> None:
