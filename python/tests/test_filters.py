@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
@@ -27,9 +28,12 @@ import numpy as np
 import pytest
 
 import mnemo
-from conftest import CUDA_ON
 from mnemo import Filter, Status
 from mnemo._lib import lib
+
+# As conftest.CUDA_ON; read here because a run over every test folder may
+# import another folder's conftest under that name.
+CUDA_ON = os.environ.get("MNEMO_TEST_CUDA") == "1"
 
 DIM = 7
 NO_ID = mnemo.NO_ID
