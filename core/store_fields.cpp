@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "cpu/parallel_errors.h"
 #include "error.h"
 #include "meta/fields_codec.h"
 #include "meta/filter_test.h"
@@ -420,66 +421,105 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         std::copy(queries + i * dim_, queries + (i + 1) * dim_, q.begin() + r * dim_);
     search_shared(q.data(), n, want, SearchFilter{}, rank, ids.data(), sc.data(), place);
     ++plan.searches;
-    r = 0;
+    // Each group's queries are tested on their own (over the cores: the
+    // tests only read the store, and each group writes its own rows).
+    std::vector<uint64_t> first(broad.size());
+    for (size_t b = 1; b < broad.size(); ++b) first[b] = first[b - 1] + broad[b - 1].q1 - broad[b - 1].q0;
+    std::vector<char> whole(broad.size(), 1);
     const auto ps = parts();
-    for (const Group& g : broad) {
-      std::vector<FilterTest> wt, mt;
-      for (const Store* p : ps) {
-        const FilterScope scope = p->scope_locked();
-        if (filter.where) wt.emplace_back(*filter.where, scope);
-        if (g.mine) mt.emplace_back(*g.mine, scope);
-      }
-      bool whole = true;
-      for (uint64_t i = g.q0; i < g.q1; ++i, ++r) {
-        uint64_t got = 0;
-        for (uint64_t j = 0; j < want && got < k; ++j) {
-          const uint64_t id = ids[r * want + j];
-          if (id == kNoId) break;
-          size_t pi = 0;
-          const IdMap::Entry* e = nullptr;
-          for (; pi < ps.size(); ++pi)
-            if ((e = ps[pi]->slot_of_.find(id))) break;
-          if (!e) continue;
-          const Record* rec = ps[pi]->recs_[e->second].get();
-          if (filter.where && !wt[pi].passes(e->second, rec)) continue;
-          if (g.mine && !mt[pi].passes(e->second, rec)) continue;
-          out_ids[i * k + got] = id;
-          out_scores[i * k + got] = sc[r * want + j];
-          ++got;
+    cpu::ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (broad.size() > 1)
+    for (int64_t b = 0; b < static_cast<int64_t>(broad.size()); ++b) {
+      errors.run([&] {
+        const Group& g = broad[b];
+        std::vector<FilterTest> wt, mt;
+        for (const Store* p : ps) {
+          const FilterScope scope = p->scope_locked();
+          if (filter.where) wt.emplace_back(*filter.where, scope);
+          if (g.mine) mt.emplace_back(*g.mine, scope);
         }
-        whole = whole && got == k;
-      }
-      if (whole)
+        uint64_t r = first[b];
+        for (uint64_t i = g.q0; i < g.q1; ++i, ++r) {
+          uint64_t got = 0;
+          for (uint64_t j = 0; j < want && got < k; ++j) {
+            const uint64_t id = ids[r * want + j];
+            if (id == kNoId) break;
+            size_t pi = 0;
+            const IdMap::Entry* e = nullptr;
+            for (; pi < ps.size(); ++pi)
+              if ((e = ps[pi]->slot_of_.find(id))) break;
+            if (!e) continue;
+            const Record* rec = ps[pi]->recs_[e->second].get();
+            if (filter.where && !wt[pi].passes(e->second, rec)) continue;
+            if (g.mine && !mt[pi].passes(e->second, rec)) continue;
+            out_ids[i * k + got] = id;
+            out_scores[i * k + got] = sc[r * want + j];
+            ++got;
+          }
+          if (got < k) whole[b] = 0;
+        }
+      });
+    }
+    errors.rethrow();
+    for (size_t b = 0; b < broad.size(); ++b) {
+      if (whole[b])
         ++plan.post_filtered;
       else
-        groups.push_back(Group{g.q0, g.q1, g.mine});
+        groups.push_back(Group{broad[b].q0, broad[b].q1, broad[b].mine});
     }
   }
   // The selective plan (one store, host buffers, no normalised ranking):
   // queries whose filters match few memories read just those, in one
-  // backend search for all of them.
+  // backend search for all of them. Each group's filter is evaluated on
+  // its own (over the cores).
+  struct Evaluated {
+    uint64_t m = 0;
+    bool listed = false;
+    std::vector<uint32_t> slots;  // listed
+    Roaring rest;                 // masked
+  };
+  std::vector<Evaluated> ev(lists_ok ? groups.size() : 0);
+  if (lists_ok) {
+    cpu::ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (groups.size() > 1)
+    for (int64_t i = 0; i < static_cast<int64_t>(groups.size()); ++i) {
+      errors.run([&] {
+        Roaring r = matches_locked(filter.where, groups[i].mine, filter);
+        Evaluated& e = ev[i];
+        e.m = r.cardinality();
+        e.listed = e.m * kSelective <= total;
+        if (e.listed) {
+          e.slots.resize(e.m);
+          r.toUint32Array(e.slots.data());
+        } else {
+          e.rest = std::move(r);
+        }
+      });
+    }
+    errors.rethrow();
+  }
   std::vector<uint32_t> slots;
   std::vector<uint64_t> bounds, picked;  // picked: the queries of the selective plan
   uint64_t longest = 0;
-  for (const Group& g : groups) {
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
     if (lists_ok) {
-      const Roaring r = matches_locked(filter.where, g.mine, filter);
-      const uint64_t m = r.cardinality();
-      plan.matches += m;
-      if (m * kSelective <= total) {
+      Evaluated& e = ev[gi];
+      plan.matches += e.m;
+      if (e.listed) {
         const uint64_t b = slots.size();
-        slots.resize(b + m);
-        r.toUint32Array(slots.data() + b);
-        longest = std::max(longest, m);
+        slots.insert(slots.end(), e.slots.begin(), e.slots.end());
+        std::vector<uint32_t>().swap(e.slots);
+        longest = std::max(longest, e.m);
         for (uint64_t q = g.q0; q < g.q1; ++q) {
           bounds.push_back(b);
-          bounds.push_back(b + m);
+          bounds.push_back(b + e.m);
           picked.push_back(q);
         }
       } else {
         words.assign((total + 63) / 64, 0);
-        for (uint32_t s : r) words[s >> 6] |= uint64_t{1} << (s & 63);
-        masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, m);
+        for (uint32_t s : e.rest) words[s >> 6] |= uint64_t{1} << (s & 63);
+        masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, e.m);
       }
     } else {
       const uint64_t m = filter_bitmap_locked(filter.where, g.mine, filter, words);

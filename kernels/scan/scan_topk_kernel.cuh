@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads)
   // Rows to scan: the slots, or the query's candidate rows.
   uint32_t n_rows = s.slots;
   const uint2* spans = nullptr;
+  const uint32_t* listed = nullptr;  // a filter's list of slots, one a row
   if constexpr (SPANS) {
     const uint32_t y = blockIdx.y;
     queries += static_cast<uint64_t>(y) * s.ld;
@@ -88,7 +89,11 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       tail.lists += static_cast<uint64_t>(y) * k;
     }
-    if (sp.bounds) {
+    if (sp.slots) {
+      const uint2 b = sp.bounds[y];
+      listed = sp.slots + b.x;
+      n_rows = b.y;
+    } else if (sp.bounds) {
       const uint2 b = sp.bounds[y];
       spans = sp.spans + b.x;
       n_rows = b.y > 0 ? __ldg(&spans[b.y - 1].y) : 0;
@@ -138,7 +143,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint32_t x = row + r * stride + grp;
       if constexpr (SPANS) {
-        if (x < n_rows) {
+        if (listed) {
+          slot[r] = x < n_rows ? __ldg(&listed[x]) : slot[0];
+        } else if (x < n_rows) {
           uint2 e = __ldg(&spans[cur]);
           while (x >= e.y) e = __ldg(&spans[++cur]);
           slot[r] = x + e.x;  // modulo 2^32: the span's first slot minus its first row

@@ -1,13 +1,12 @@
 // A filter's selective plan on the GPU (SearchArgs::lists): each query
 // reads only the rows its filter matched, through the span scan of the
-// inverted-file search with a table of its own per query (runs of
-// consecutive slots become one span). Lists that the span scan's selection
-// cannot hold (k beyond kSmallKMax) go query by query through the masked
-// search instead.
+// inverted-file search reading a list of slots of its own per query (the
+// store's lists uploaded as they are: no per-row work on the host). Lists
+// that the span scan's selection cannot hold (k beyond kSmallKMax) go query
+// by query through the masked search instead.
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <vector>
 
 #include "device/arena.h"
@@ -18,37 +17,6 @@
 #include "search/search_kernels.h"
 
 namespace mnemo::cuda {
-
-namespace {
-
-// Span tables of the queries' lists: spans of every distinct list, and per
-// query (first span, span count). Queries naming one range share its spans.
-void make_spans(const SlotLists& L, uint64_t nq, std::vector<uint2>& spans, std::vector<uint2>& bounds) {
-  std::map<std::pair<uint64_t, uint64_t>, uint2> made;
-  bounds.resize(nq);
-  for (uint64_t q = 0; q < nq; ++q) {
-    const uint64_t b = L.bounds[2 * q], e = L.bounds[2 * q + 1];
-    const auto found = made.find({b, e});
-    if (found != made.end()) {
-      bounds[q] = found->second;
-      continue;
-    }
-    const auto first = static_cast<uint32_t>(spans.size());
-    uint32_t rows = 0;
-    for (uint64_t j = b; j < e;) {
-      const uint32_t s0 = L.slots[j];
-      uint32_t len = 1;
-      while (j + len < e && L.slots[j + len] == s0 + len) ++len;
-      rows += len;
-      // x: the span's first slot minus its first row, modulo 2^32.
-      spans.push_back(make_uint2(s0 - (rows - len), rows));
-      j += len;
-    }
-    bounds[q] = made[{b, e}] = make_uint2(first, static_cast<uint32_t>(spans.size()) - first);
-  }
-}
-
-}  // namespace
 
 void CudaBackend::search_lists(const SearchArgs& a) {
   const auto* ds = static_cast<const DeviceStore*>(a.mirror);
@@ -74,8 +42,20 @@ void CudaBackend::search_lists(const SearchArgs& a) {
     }
     return;
   }
-  std::vector<uint2> spans, bounds;
-  make_spans(L, nq, spans, bounds);
+  // The lists' extent in L.slots and each query's (first, count) in it.
+  uint64_t lo = UINT64_MAX, hi = 0;
+  std::vector<uint2> bounds(nq);
+  for (uint64_t q = 0; q < nq; ++q) {
+    const uint64_t b = L.bounds[2 * q], e = L.bounds[2 * q + 1];
+    if (b < e) lo = std::min(lo, b), hi = std::max(hi, e);
+  }
+  if (lo > hi) lo = hi = 0;
+  if (hi - lo >= 0xffffffffull) fail(Code::unsupported, "a filtered search's candidate lists hold 2^32 slots or more");
+  for (uint64_t q = 0; q < nq; ++q) {
+    const uint64_t b = L.bounds[2 * q], e = L.bounds[2 * q + 1];
+    bounds[q] = b < e ? make_uint2(static_cast<uint32_t>(b - lo), static_cast<uint32_t>(e - b)) : make_uint2(0, 0);
+  }
+  const uint64_t listed = hi - lo;
   auto ctx = pool_.acquire();
   cudaStream_t st = ctx->stream;
   const uint64_t ld = ds->ld();
@@ -110,21 +90,19 @@ void CudaBackend::search_lists(const SearchArgs& a) {
   const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
   const unsigned blocks = std::max(1u, std::min(by_rows, ceil_div(4ull * sms, nq)));
   Arena io;
-  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4),
-               o_spans = io.add(std::max<size_t>(spans.size(), 1) * 8), o_bounds = io.add(nq * 8),
-               o_ids = io.add(nq * kc * 8), o_scores = io.add(nq * kc * 4);
+  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_slots = io.add(std::max<uint64_t>(listed, 1) * 4),
+               o_bounds = io.add(nq * 8), o_ids = io.add(nq * kc * 8), o_scores = io.add(nq * kc * 4);
   ctx->io.reserve(io.size());
   void* base = ctx->io.get();
   float* q = at<float>(base, o_q);
   float* qn = at<float>(base, o_qn);
-  auto* d_spans = at<uint2>(base, o_spans);
+  auto* d_slots = at<uint32_t>(base, o_slots);
   auto* d_bounds = at<uint2>(base, o_bounds);
   auto* d_ids = at<uint64_t>(base, o_ids);
   float* d_scores = at<float>(base, o_scores);
   if (ld != v.dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(q, 0, nq * ld * 4, st));
   MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(q, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyHostToDevice, st));
-  if (!spans.empty())
-    MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_spans, spans.data(), spans.size() * 8, cudaMemcpyHostToDevice, st));
+  if (listed > 0) MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_slots, L.slots + lo, listed * 4, cudaMemcpyHostToDevice, st));
   MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_bounds, bounds.data(), nq * 8, cudaMemcpyHostToDevice, st));
   launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
   // Query chunks whose candidate lists fit half the workspace.
@@ -148,7 +126,7 @@ void CudaBackend::search_lists(const SearchArgs& a) {
     tail.k_out = kc;
     tail.negate = s.metric == KeyMetric::l2;
     ScanSpans sp;
-    sp.spans = d_spans;
+    sp.slots = d_slots;
     sp.bounds = d_bounds + q0;
     launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
   }

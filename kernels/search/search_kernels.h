@@ -86,9 +86,11 @@ struct ScanSpans {
   const uint2* spans = nullptr;  // [nq][stride]
   uint32_t stride = 0;
   // Tables of their own length per query (a filter's candidate lists):
-  // query q's spans are spans[bounds[q].x .. + bounds[q].y); null: the
-  // stride layout.
+  // query q's rows are slots[bounds[q].x .. + bounds[q].y) when slots is
+  // given, else its spans are spans[bounds[q].x .. + bounds[q].y); null:
+  // the stride layout.
   const uint2* bounds = nullptr;
+  const uint32_t* slots = nullptr;
 };
 
 // Fused one-pass scan + top-k for up to 4 queries per pass: queries [nq x ld]
