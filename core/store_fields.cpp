@@ -17,7 +17,13 @@ std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsI
   FieldTables& t = *tables_;
   std::vector<FieldWrite> out(count);
   std::unordered_map<std::string, uint64_t> claimed;
+  // A repeated id takes its last entry alone: the earlier ones write
+  // nothing (and claim no key).
+  std::unordered_map<uint64_t, uint64_t> last;
+  last.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) last[ids[i]] = i;
   for (uint64_t i = 0; i < count; ++i) {
+    if (last[ids[i]] != i) continue;
     const FieldsIn& f = fields[i];
     FieldWrite& w = out[i];
     w.set = f.set;

@@ -392,3 +392,41 @@ TEST(Fields, FilteredScoresEqualUnfilteredScoresBitForBit) {
 }
 
 }  // namespace
+
+namespace {
+
+// A repeated id in one write takes its last entry alone: fields named only
+// by an earlier entry are not written, and its key is not claimed.
+TEST(Fields, ARepeatedIdTakesItsLastEntryAlone) {
+  auto s = mt::make_store(2, MNEMO_DTYPE_F32, MNEMO_METRIC_DOT);
+  mt::Buf<uint64_t> ids(3);
+  mt::Buf<float> v(6);
+  for (int i = 0; i < 6; ++i) v[i] = 0.25f + i;
+  ids[0] = 5, ids[1] = 5, ids[2] = 6;
+  const char* first[] = {"first"};
+  mnemo_memory_fields f[3] = {mnemo_memory_fields_default(), mnemo_memory_fields_default(),
+                              mnemo_memory_fields_default()};
+  f[0].set = MNEMO_FIELD_KEY | MNEMO_FIELD_TAGS;
+  f[0].key = "k1";
+  f[0].tags = first;
+  f[0].tag_count = 1;
+  f[1].set = MNEMO_FIELD_KEY;
+  f[1].key = "k2";
+  f[2].set = MNEMO_FIELD_KEY;
+  f[2].key = "k1";  // free again: id 5 ends up holding k2
+  ASSERT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 3, nullptr, nullptr, f),
+            MNEMO_OK)
+      << mnemo_last_error();
+  mnemo_records* rec = nullptr;
+  ASSERT_EQ(mnemo_store_read(s.get(), ids.data(), 3, &rec), MNEMO_OK);
+  uint32_t found = 0;
+  mnemo_memory_fields out = mnemo_memory_fields_default();
+  ASSERT_EQ(mnemo_records_get(rec, 0, &found, nullptr, &out, nullptr, nullptr), MNEMO_OK);
+  EXPECT_STREQ(out.key, "k2");
+  EXPECT_EQ(out.tag_count, 0u);
+  ASSERT_EQ(mnemo_records_get(rec, 2, &found, nullptr, &out, nullptr, nullptr), MNEMO_OK);
+  EXPECT_STREQ(out.key, "k1");
+  mnemo_records_destroy(rec);
+}
+
+}  // namespace
