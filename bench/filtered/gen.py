@@ -169,12 +169,24 @@ def postings(tag_ptr: np.ndarray, tag_ids: np.ndarray, vocab: int = VOCAB) -> Tu
     return ptr, rows
 
 
+def intersect_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The common values of two ascending arrays of distinct values: the
+    shorter looked up in the longer (O(short * log long))."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) == 0:
+        return a
+    i = np.searchsorted(b, a)
+    np.minimum(i, len(b) - 1, out=i)
+    return a[b[i] == a]
+
+
 def matching(ptr: np.ndarray, rows: np.ndarray, tags) -> np.ndarray:
     """Rows holding every tag of `tags` (one or two; -1 ignored), ascending."""
     tags = [int(t) for t in tags if t >= 0]
     got = rows[ptr[tags[0]]:ptr[tags[0] + 1]]
     for t in tags[1:]:
-        got = np.intersect1d(got, rows[ptr[t]:ptr[t + 1]], assume_unique=True)
+        got = intersect_sorted(got, rows[ptr[t]:ptr[t + 1]])
     return got
 
 
@@ -253,42 +265,48 @@ def top_k(scores: np.ndarray, ids: np.ndarray, k: int) -> Tuple[np.ndarray, np.n
 
 
 def ground_truth(x: np.ndarray, q: np.ndarray, qtags: np.ndarray, ptr: np.ndarray, rows: np.ndarray, k: int,
-                 log=print) -> Tuple[np.ndarray, np.ndarray]:
+                 threads: int = 1, log=print) -> Tuple[np.ndarray, np.ndarray]:
     n, nq = x.shape[0], q.shape[0]
     gt_i = np.full((nq, k), -1, dtype=np.int64)
     gt_s = np.full((nq, k), np.nan, dtype=np.float32)
     match = [matching(ptr, rows, qtags[j]) for j in range(nq)]
     broad = [j for j in range(nq) if len(match[j]) > BROAD * n]
     t0 = time.perf_counter()
-    for j in range(nq):
-        if len(match[j]) > BROAD * n:
-            continue
+
+    def selective(j: int) -> None:
         m = match[j]
         s = x[m].astype(np.float32, copy=False) @ q[j]
         gt_i[j], gt_s[j] = top_k(s, m.astype(np.int64), k)
+
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        list(ex.map(selective, [j for j in range(nq) if len(match[j]) <= BROAD * n]))
     log(f"ground truth: {nq - len(broad)} selective queries in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
     if broad:
         # Row chunks outer (each converted to f32 once), the broad queries'
         # products [nb, chunk] inner, each query's scores gathered at its
-        # matches; the running best k merged per chunk.
+        # matches and cut to those at or above its chunk's k-th (ties kept);
+        # each query's candidates ranked once at the end.
         qb = q[broad]
-        best_s = np.full((len(broad), k), -np.inf, dtype=np.float32)
-        best_i = np.full((len(broad), k), -1, dtype=np.int64)
-        step = max(1 << 16, min(1 << 20, (1 << 30) // (4 * max(1, len(broad)))))
+        cand: List[List[Tuple[np.ndarray, np.ndarray]]] = [[] for _ in broad]
+        step = int(min(n, max(1 << 16, (4 << 30) // (4 * len(broad)))))
         for a in range(0, n, step):
             b = min(n, a + step)
             xc = x[a:b].astype(np.float32, copy=False)
             s = qb @ xc.T
             for jj, j in enumerate(broad):
                 m = match[j]
-                lo, hi = np.searchsorted(m, a), np.searchsorted(m, b)
-                ids = m[lo:hi].astype(np.int64)
-                cand_s = np.concatenate([best_s[jj], s[jj, ids - a]])
-                cand_i = np.concatenate([best_i[jj], ids])
-                ok = cand_i >= 0
-                best_i[jj], best_s[jj] = top_k(cand_s[ok], cand_i[ok], k)
-        gt_i[broad], gt_s[broad] = best_i, best_s
+                ids = m[np.searchsorted(m, a):np.searchsorted(m, b)]
+                sc = s[jj, ids - a]
+                if len(sc) > k:
+                    kth = -np.partition(-sc, k - 1)[k - 1]
+                    keep = sc >= kth
+                    ids, sc = ids[keep], sc[keep]
+                cand[jj].append((ids, sc))
+        for jj, j in enumerate(broad):
+            ids = np.concatenate([c[0] for c in cand[jj]]).astype(np.int64)
+            sc = np.concatenate([c[1] for c in cand[jj]])
+            gt_i[j], gt_s[j] = top_k(sc, ids, k)
     log(f"ground truth: {len(broad)} broad queries in {time.perf_counter() - t0:.1f} s")
     return gt_i, gt_s
 
@@ -333,7 +351,7 @@ def generate(folder: str, n: int, dtype: str, nq: int, k: int, seed: int, thread
 
     t0 = time.perf_counter()
     x = np.load(tmp, mmap_mode="r")
-    gt_i, gt_s = ground_truth(x, q, qtags, ptr, rows, k, log)
+    gt_i, gt_s = ground_truth(x, q, qtags, ptr, rows, k, threads, log)
     t_gt = time.perf_counter() - t0
 
     tag_counts = np.diff(ptr)
