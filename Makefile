@@ -7,7 +7,7 @@ TSAN  ?= build-tsan
 BENCH ?= build-bench
 BENCH_THREADS ?= 2
 
-.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations bench bench-integrations clean format fuzz fuzz-build
+.PHONY: all deps build demo test bench-ivf test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations test-integrations-install bench bench-integrations clean format fuzz fuzz-build
 
 all: build
 
@@ -89,6 +89,11 @@ test-cuda-build:
 # folder (python/tests/integrations/run.sh; pip on its first run only).
 test-integrations: build
 	bash python/tests/integrations/run.sh $(BUILD)
+
+# pip install ".[langchain,langgraph,llama-index,mem0]" in a fresh venv, then
+# the examples (a wheel build and PyPI: minutes, so outside make test).
+test-integrations-install:
+	bash python/tests/integrations/fresh_install.sh
 
 test: test-cpp test-asan test-tsan test-rust test-install test-wheel test-cuda-build test-integrations
 	@echo "make test: all suites passed"
