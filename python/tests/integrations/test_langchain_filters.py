@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from hash_embeddings import HashEmbeddings
+from .hash_embeddings import HashEmbeddings
 from mnemo.integrations.langchain import MnemoVectorStore
 
 WORDS = ["tea", "coffee", "rain", "sun", "tokyo", "paris", "cat", "dog"]

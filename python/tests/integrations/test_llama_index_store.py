@@ -13,7 +13,7 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import (FilterOperator, MetadataFilter, MetadataFilters,
                                                   VectorStoreQuery, VectorStoreQueryMode)
 
-from hash_embeddings import HashEmbeddings
+from .hash_embeddings import HashEmbeddings
 from mnemo.integrations.llama_index import MnemoVectorStore
 
 _H = HashEmbeddings(64)

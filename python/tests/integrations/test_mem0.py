@@ -15,7 +15,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from mem0 import Memory
 
-from hash_embeddings import HashEmbeddings
+from .hash_embeddings import HashEmbeddings
 import mnemo.integrations.mem0 as provider
 from mnemo.integrations.mem0 import MnemoVectorStore
 
