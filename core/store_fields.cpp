@@ -481,8 +481,7 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   struct Evaluated {
     uint64_t m = 0;
     bool listed = false;
-    std::vector<uint32_t> slots;  // listed
-    Roaring rest;                 // masked
+    Roaring set;
   };
   std::vector<Evaluated> ev(lists_ok ? groups.size() : 0);
   if (lists_ok) {
@@ -490,21 +489,31 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
 #pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (groups.size() > 1)
     for (int64_t i = 0; i < static_cast<int64_t>(groups.size()); ++i) {
       errors.run([&] {
-        Roaring r = matches_locked(filter.where, groups[i].mine, filter);
         Evaluated& e = ev[i];
-        e.m = r.cardinality();
+        e.set = matches_locked(filter.where, groups[i].mine, filter);
+        e.m = e.set.cardinality();
         e.listed = e.m * kSelective <= total;
-        if (e.listed) {
-          e.slots.resize(e.m);
-          r.toUint32Array(e.slots.data());
-        } else {
-          e.rest = std::move(r);
-        }
       });
     }
     errors.rethrow();
   }
-  std::vector<uint32_t> slots;
+  // The listed groups' slots end to end, each written by its own thread.
+  std::vector<uint64_t> at(ev.size(), 0);
+  uint64_t listed = 0;
+  for (size_t gi = 0; gi < ev.size(); ++gi)
+    if (ev[gi].listed) at[gi] = listed, listed += ev[gi].m;
+  std::vector<uint32_t> slots(listed);
+  {
+    cpu::ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (ev.size() > 1)
+    for (int64_t i = 0; i < static_cast<int64_t>(ev.size()); ++i)
+      errors.run([&] {
+        if (!ev[i].listed) return;
+        ev[i].set.toUint32Array(slots.data() + at[i]);
+        ev[i].set = Roaring();
+      });
+    errors.rethrow();
+  }
   std::vector<uint64_t> bounds, picked;  // picked: the queries of the selective plan
   uint64_t longest = 0;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
@@ -513,18 +522,15 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
       Evaluated& e = ev[gi];
       plan.matches += e.m;
       if (e.listed) {
-        const uint64_t b = slots.size();
-        slots.insert(slots.end(), e.slots.begin(), e.slots.end());
-        std::vector<uint32_t>().swap(e.slots);
         longest = std::max(longest, e.m);
         for (uint64_t q = g.q0; q < g.q1; ++q) {
-          bounds.push_back(b);
-          bounds.push_back(b + e.m);
+          bounds.push_back(at[gi]);
+          bounds.push_back(at[gi] + e.m);
           picked.push_back(q);
         }
       } else {
         words.assign((total + 63) / 64, 0);
-        for (uint32_t s : e.rest) words[s >> 6] |= uint64_t{1} << (s & 63);
+        for (uint32_t s : e.set) words[s >> 6] |= uint64_t{1} << (s & 63);
         masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, e.m);
       }
     } else {

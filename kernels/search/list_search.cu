@@ -85,10 +85,14 @@ void CudaBackend::search_lists(const SearchArgs& a) {
   }
   const uint32_t kc = ivf_list_length(longest, k);
   const auto sms = static_cast<unsigned>(sm_count_);
-  // Blocks per query from its bound on rows (four rows a warp at least),
-  // fewer where many queries fill the machine (as the index's span scan).
+  // Blocks per query from the longest list (four rows a warp at least),
+  // fewer where many queries fill the machine, but never so few that the
+  // longest list alone holds a block to more than kRowsPerBlock rows: lists
+  // differ by decades, and one block reading a long one would finish last.
+  constexpr unsigned kRowsPerBlock = 32768;
   const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
-  const unsigned blocks = std::max(1u, std::min(by_rows, ceil_div(4ull * sms, nq)));
+  const unsigned spread = std::max(ceil_div(4ull * sms, nq), ceil_div(longest, kRowsPerBlock));
+  const unsigned blocks = std::max(1u, std::min(by_rows, spread));
   Arena io;
   const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_slots = io.add(std::max<uint64_t>(listed, 1) * 4),
                o_bounds = io.add(nq * 8), o_ids = io.add(nq * kc * 8), o_scores = io.add(nq * kc * 4);
