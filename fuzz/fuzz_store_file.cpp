@@ -289,8 +289,10 @@ bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh)
         e.vec = rows[i];
         if (flags & 1) e.time = bits_of<uint64_t>(f64(times_at, i));
         if (flags & 2) e.importance = bits_of<uint32_t>(f32(imp_at, i));
-        if (flags & 4) fm::apply(e.fields, w[i]);
       }
+      // A repeated id takes its last entry's fields alone.
+      if (flags & 4)
+        for (const auto& [id, x] : fm::last_writes(r.ids, w)) fm::apply(m[id].fields, *x);
       return true;
     }
     case 9: {
@@ -298,7 +300,7 @@ bool apply_record(Contents& m, const fz::JournalRecordImage& r, const Shape& sh)
       if (!record_fields(r.data, 0, r.count, w) || key_conflict(m, r.ids, w)) return false;
       for (uint64_t id : r.ids)
         if (!m.count(id)) return false;
-      for (uint64_t i = 0; i < r.count; ++i) fm::apply(m[r.ids[i]].fields, w[i]);
+      for (const auto& [id, x] : fm::last_writes(r.ids, w)) fm::apply(m[id].fields, *x);
       return true;
     }
     case 2:

@@ -235,23 +235,25 @@ int read_record(const mnemo_records* r, uint64_t i, uint64_t* id, Fields* out, s
   return 1;
 }
 
+std::map<uint64_t, const Write*> last_writes(const std::vector<uint64_t>& ids, const std::vector<Write>& w) {
+  std::map<uint64_t, const Write*> last;
+  for (size_t i = 0; i < w.size(); ++i) last[ids[i]] = &w[i];
+  return last;
+}
+
 bool FieldsModel::key_conflict(const std::vector<uint64_t>& ids, const std::vector<Write>& w) const {
   std::map<std::string, uint64_t> claimed;
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (!(w[i].set & MNEMO_FIELD_KEY) || w[i].key.empty()) continue;
-    auto held = keys_.find(w[i].key);
-    if (held != keys_.end() && held->second != ids[i]) return true;
-    const auto [c, fresh] = claimed.emplace(w[i].key, ids[i]);
-    if (!fresh && c->second != ids[i]) return true;
+  for (const auto& [id, x] : last_writes(ids, w)) {
+    if (!(x->set & MNEMO_FIELD_KEY) || x->key.empty()) continue;
+    auto held = keys_.find(x->key);
+    if (held != keys_.end() && held->second != id) return true;
+    if (!claimed.emplace(x->key, id).second) return true;  // each id once here: another id claimed it
   }
   return false;
 }
 
 void FieldsModel::write(const std::vector<uint64_t>& ids, const std::vector<Write>& w) {
-  for (size_t i = 0; i < w.size(); ++i) {
-    Fields& f = f_[ids[i]];
-    apply(f, w[i]);
-  }
+  for (const auto& [id, x] : last_writes(ids, w)) apply(f_[id], *x);
   // Keys are unique after a write the store took: read them off again.
   keys_.clear();
   for (auto it = f_.begin(); it != f_.end();) {

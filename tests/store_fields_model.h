@@ -79,13 +79,19 @@ mnemo_value c_value(const Value& v);  // strings point into v
 // failed call or a malformed entry (*why says which).
 int read_record(const mnemo_records* r, uint64_t i, uint64_t* id, Fields* f, std::string* why);
 
+// The entries of a call writing w[i] to ids[i] that take effect: a
+// repeated id takes its last entry alone (the earlier ones write nothing
+// and claim no key, though they must still be valid).
+std::map<uint64_t, const Write*> last_writes(const std::vector<uint64_t>& ids, const std::vector<Write>& w);
+
 // Every memory's fields and the store's key rule.
 class FieldsModel {
  public:
   // Whether a call writing w[i] to ids[i] is refused for its keys: a key
-  // another memory holds before the call, or one given to two ids in it.
+  // another memory holds before the call, or one given to two ids in it
+  // (by the entries that take effect).
   bool key_conflict(const std::vector<uint64_t>& ids, const std::vector<Write>& w) const;
-  // The writes in order (a repeated id takes its last entry of each field).
+  // The entries that take effect (last_writes).
   void write(const std::vector<uint64_t>& ids, const std::vector<Write>& w);
   void remove(uint64_t id);
   // nullptr: the memory has no fields.
