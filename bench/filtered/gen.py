@@ -331,7 +331,6 @@ def generate(folder: str, n: int, dtype: str, nq: int, k: int, seed: int, thread
         for i, c, counts, tags in ex.map(work, spans):
             parts[i] = (c, counts, tags)
     vec.flush()
-    del vec
     row_cluster = np.concatenate([p[0] for p in parts])
     counts = np.concatenate([p[1] for p in parts])
     tag_ids = np.concatenate([p[2] for p in parts])

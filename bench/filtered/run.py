@@ -330,7 +330,6 @@ def run_faiss_flat(b: Bench) -> None:
     dt, got, lat = per_query(b, faiss, nq, one)
     b.timed_emit("faiss-flat", f"faiss IndexFlatIP + {SELECTOR[b.a.faiss_selector]}", "exact", callers(b), 1, dt,
                  got, build_s=round(build_s, 2), version=faiss.__version__, latency=lat)
-    del index
 
 
 def faiss_ivf(b: Bench, faiss: Any):
@@ -743,7 +742,6 @@ def run_torch(b: Bench) -> None:
     dt, got = gpu_batches(b, torch, batch, bs)
     b.timed_emit("torch", f"torch matmul ({b.a.dtype}) + mask from the tags' rows on the GPU + topk", "exact",
                  "batch", bs, dt, got, with_ids=False, build_s=round(gp.build_s, 2), version=torch.__version__)
-    del x, qall, gp
 
 
 def run_cuvs(b: Bench) -> None:
@@ -791,7 +789,6 @@ def run_cuvs(b: Bench) -> None:
     b.timed_emit("cuvs", f"cuVS brute_force ({b.a.dtype}) + bitmap prefilter from the tags' rows on the GPU", "exact",
                  "batch", bs, dt, got, with_ids=False, build_s=round(build_s + gp.build_s, 2),
                  version=getattr(cuvs, "__version__", "?"), pool=pool)
-    del x, qall, gp, index
 
 
 # ------------------------------------------------------------------ table
