@@ -55,7 +55,7 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--peer-calls", type=int, default=7, help="InMemoryVectorStore calls")
+    ap.add_argument("--peer-calls", type=int, default=10, help="InMemoryVectorStore calls")
     ap.add_argument("--out", default="bench/results/integrations-cpu.jsonl")
     ap.add_argument("--wait-quiet", type=float, default=120.0,
                     help="seconds to wait for the 1-minute load to fall below 1.5 first")
@@ -183,54 +183,65 @@ def pct(xs: Sequence[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs), p))
 
 
-def measure_adapter(name: str, store: mnemo.Store, call: Callable[[int], int],
-                    where: Any, data: Dict[str, Any], args: argparse.Namespace,
-                    label: str) -> Dict[str, Any]:
-    """The adapter's calls and Store.search alone, interleaved."""
-    timer = InnerTimer(store)
-    q = data["q"]
-    total, inner, direct, counts, inner_calls = [], [], [], [], []
-    try:
-        for i in range(5):  # warm-up: filters built, caches filled
-            call(i)
-            store.search(q[i % len(q)], args.k, where=where)
-        for i in range(args.calls):
-            timer.reset()
+class Contender:
+    """One way to run the search: its call's times and result counts and,
+    for a mnemo adapter, the Store.search time inside each call (its store's
+    search wrapped) and Store.search alone on that store with the adapter's
+    filter, right after."""
+
+    def __init__(self, name: str, call: Callable[[int], int], store: Any = None,
+                 where: Any = None, extra: Optional[Dict[str, Any]] = None) -> None:
+        self.name, self.call, self.store, self.where = name, call, store, where
+        self.extra = extra or {}
+        self.total: List[float] = []
+        self.inner: List[float] = []
+        self.inner_calls: List[int] = []
+        self.direct: List[float] = []
+        self.counts: List[int] = []
+        self.timer = InnerTimer(store) if store is not None else None
+
+    def warm(self, q: np.ndarray, k: int) -> None:
+        for i in range(3):
+            self.call(i)
+            if self.timer is not None:
+                self.timer.orig(q[i], k, where=self.where)
+
+    def run(self, i: int, q: np.ndarray, k: int) -> None:
+        if self.timer is not None:
+            self.timer.reset()
+        t = time.perf_counter()
+        self.counts.append(self.call(i))
+        self.total.append(time.perf_counter() - t)
+        if self.timer is not None:
+            self.inner.append(self.timer.spent)
+            self.inner_calls.append(self.timer.calls)
             t = time.perf_counter()
-            got = call(i)
-            total.append(time.perf_counter() - t)
-            inner.append(timer.spent)
-            inner_calls.append(timer.calls)
-            counts.append(got)
-            t = time.perf_counter()
-            timer.orig(q[i % len(q)], args.k, where=where)
-            direct.append(time.perf_counter() - t)
-    finally:
-        timer.remove()
-    over = [a - b for a, b in zip(total, inner)]
-    return {"adapter": name, "filter": label,
-            "median_us": us(statistics.median(total)), "p10_us": us(pct(total, 10)),
-            "p90_us": us(pct(total, 90)),
-            "store_search_in_call_median_us": us(statistics.median(inner)),
-            "store_search_calls_per_call": statistics.mean(inner_calls),
-            "overhead_median_us": us(statistics.median(over)), "overhead_p90_us": us(pct(over, 90)),
-            "store_search_alone_median_us": us(statistics.median(direct)),
-            "results_mean": statistics.mean(counts)}
+            self.timer.orig(q[i % len(q)], k, where=self.where)
+            self.direct.append(time.perf_counter() - t)
+
+    def record(self, label: str) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"adapter": self.name, "filter": label, "calls": len(self.total),
+                               "median_us": us(statistics.median(self.total)),
+                               "p10_us": us(pct(self.total, 10)), "p90_us": us(pct(self.total, 90)),
+                               "results_mean": statistics.mean(self.counts)}
+        if self.timer is not None:
+            over = [a - b for a, b in zip(self.total, self.inner)]
+            out.update({"store_search_in_call_median_us": us(statistics.median(self.inner)),
+                        "store_search_calls_per_call": statistics.mean(self.inner_calls),
+                        "overhead_median_us": us(statistics.median(over)),
+                        "overhead_p10_us": us(pct(over, 10)), "overhead_p90_us": us(pct(over, 90)),
+                        "store_search_alone_median_us": us(statistics.median(self.direct))})
+        out.update(self.extra)
+        return out
 
 
 def measure_peer(name: str, call: Callable[[int], int], calls: int, label: str,
                  extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    c_ = Contender(name, call, extra=extra)
     call(0)
-    times, counts = [], []
     for i in range(calls):
-        t = time.perf_counter()
-        counts.append(call(i))
-        times.append(time.perf_counter() - t)
-    out = {"adapter": name, "filter": label, "median_us": us(statistics.median(times)),
-           "p10_us": us(pct(times, 10)), "p90_us": us(pct(times, 90)),
-           "results_mean": statistics.mean(counts)}
-    out.update(extra or {})
-    return out
+        c_.run(i, np.empty((1, 1)), 0)
+    return c_.record(label)
 
 
 def timed_adds(add: Callable[[slice], None], n: int, batch: int) -> float:
@@ -370,6 +381,21 @@ def main() -> None:
           "batch": args.batch, "note": "IndexFlatIP", **m.fields()})
     print(f"  add {'FAISS':<22} {rate:>9,.0f} /s", flush=True)
 
+    # Unfiltered, for scale: a filter's plan costs at most about this.
+    with Meter() as m:
+        rec = measure_peer("Store.search (no filter)",
+                           lambda i: int(np.count_nonzero(lc.store.search(q[i % 64], k)[0]
+                                                          != mnemo.NO_ID)), 100, "none")
+    rec.update(m.fields())
+    emit({"op": "search", **rec})
+    with Meter() as m:
+        rec = measure_peer("FAISS (langchain-community)", lambda i: len(
+            fs.similarity_search_with_score_by_vector(q[i % 64].tolist(), k=k)), 50, "none")
+    rec.update(m.fields())
+    emit({"op": "search", **rec})
+    print(f"  search    none Store.search {lines[-2]['median_us']:>9.0f} us, FAISS "
+          f"{rec['median_us']:.0f} us", flush=True)
+
     for label, (field, value) in FILTERS.items():
         flt = {field: value}
         li_f = MetadataFilters(filters=[MetadataFilter(key=field, value=value)])
@@ -396,34 +422,6 @@ def main() -> None:
                     ("llama_index", li.client, li_call, li._plan(None, li_f).where),
                     ("mem0", m0_vs._backing.store, m0_call, m0_vs._plan(m0_f).where)]
 
-        results: Dict[str, Dict[str, Any]] = {}
-        for name, store, call, where in cases(made):
-            with Meter() as m:
-                rec = measure_adapter(name, store, call, where, data, args, label)
-            rec.update(m.fields())
-            results[name] = rec
-            print(f"  search {label:>7} {name:<12} {rec['median_us']:>9.0f} us  overhead "
-                  f"{rec['overhead_median_us']:>6.1f} us  (Store.search alone "
-                  f"{rec['store_search_alone_median_us']:.0f} us)", flush=True)
-        for name, store, call, where in cases(small):
-            with Meter() as m:
-                rec = measure_adapter(name, store, call, where, data, args, label)
-            rec.update(m.fields())
-            emit({"op": "search", **rec, "n": 1000,
-                  "note": "1,000 memories: the adapter's overhead with warm caches"})
-            print(f"  search {label:>7} {name:<12} n=1000: overhead "
-                  f"{rec['overhead_median_us']:>6.1f} us", flush=True)
-
-        def mem_call(i: int) -> int:
-            return len(mem.similarity_search_with_score_by_vector(
-                q[i % 64].tolist(), k=k, filter=lambda d: d.metadata[field] == value))
-
-        with Meter() as m:
-            peer = measure_peer("InMemoryVectorStore", mem_call, args.peer_calls, label,
-                                {"note": "filter: a Python function (its only kind)"})
-        peer.update(m.fields())
-        emit({"op": "search", **peer})
-        print(f"  search {label:>7} {'InMemory':<12} {peer['median_us']:>9.0f} us", flush=True)
         fetch_k = 20
         while True:
             got = [len(fs.similarity_search_with_score_by_vector(q[i].tolist(), k=k, filter=flt,
@@ -432,28 +430,67 @@ def main() -> None:
             if min(got) == k or fetch_k >= args.n:
                 break
             fetch_k *= 2
-        faiss_recs = []
-        for fk in (20, fetch_k):
-            def fs_call(i: int, fk: int = fk) -> int:
-                return len(fs.similarity_search_with_score_by_vector(q[i % 64].tolist(), k=k,
-                                                                     filter=flt, fetch_k=fk))
-            with Meter() as m:
-                peer = measure_peer("FAISS (langchain-community)", fs_call, 50, label,
-                                    {"fetch_k": fk, "note": "IndexFlatIP; dict filter on "
-                                     "fetch_k candidates"})
-            peer.update(m.fields())
-            faiss_recs.append(peer)
-            emit({"op": "search", **peer})
-            print(f"  search {label:>7} {'FAISS fk=' + str(fk):<12} {peer['median_us']:>9.0f} us "
-                  f"({peer['results_mean']:.2f} results)", flush=True)
-        mem_us = [r for r in lines if r.get("adapter") == "InMemoryVectorStore"
-                  and r.get("filter") == label][0]["median_us"]
-        for name, rec in results.items():
+
+        def fs_call(fk: int) -> Callable[[int], int]:
+            return lambda i: len(fs.similarity_search_with_score_by_vector(
+                q[i % 64].tolist(), k=k, filter=flt, fetch_k=fk))
+
+        def mem_call(i: int) -> int:
+            return len(mem.similarity_search_with_score_by_vector(
+                q[i % 64].tolist(), k=k, filter=lambda d: d.metadata[field] == value))
+
+        # Every contender in turn, call by call, so that the machine's other
+        # work falls on all of them alike; InMemoryVectorStore (a second or
+        # so a call) every calls / peer_calls rounds.
+        contenders = [Contender(name, call, store, where) for name, store, call, where in cases(made)]
+        peers = [Contender("FAISS (langchain-community)", fs_call(20), extra={"fetch_k": 20}),
+                 Contender("FAISS (langchain-community)", fs_call(fetch_k),
+                           extra={"fetch_k": fetch_k})]
+        inmem = Contender("InMemoryVectorStore", mem_call,
+                          extra={"note": "filter: a Python function (its only kind)"})
+        for c_ in contenders + peers + [inmem]:
+            c_.warm(q, k)
+        every = max(1, args.calls // args.peer_calls)
+        with Meter() as m:
+            for i in range(args.calls):
+                for c_ in contenders + peers:
+                    c_.run(i, q, k)
+                if i % every == 0:
+                    inmem.run(i, q, k)
+        mem_us = inmem.record(label)["median_us"]
+        for c_ in peers + [inmem]:
+            emit({"op": "search", **c_.record(label), **m.fields()})
+        for c_ in contenders:
+            rec = c_.record(label)
             rec["speedup_vs_inmemory"] = round(mem_us / rec["median_us"], 1)
-            rec["speedup_vs_faiss_fetch20"] = round(faiss_recs[0]["median_us"] / rec["median_us"], 2)
-            rec["speedup_vs_faiss_k_results"] = round(faiss_recs[1]["median_us"] / rec["median_us"], 2)
+            rec["speedup_vs_faiss_fetch20"] = round(peers[0].record(label)["median_us"]
+                                                    / rec["median_us"], 2)
+            rec["speedup_vs_faiss_k_results"] = round(peers[1].record(label)["median_us"]
+                                                      / rec["median_us"], 2)
             rec["faiss_fetch_k_for_k_results"] = fetch_k
-            emit({"op": "search", **rec})
+            emit({"op": "search", **rec, **m.fields()})
+            print(f"  search {label:>7} {rec['adapter']:<12} {rec['median_us']:>8.0f} us  "
+                  f"overhead {rec['overhead_median_us']:>6.1f} us  (Store.search alone "
+                  f"{rec['store_search_alone_median_us']:.0f} us)  x{rec['speedup_vs_inmemory']} "
+                  f"InMemory, x{rec['speedup_vs_faiss_k_results']} FAISS", flush=True)
+        for c_ in peers + [inmem]:
+            r = c_.record(label)
+            print(f"  search {label:>7} {r['adapter'][:12]:<12} {r['median_us']:>8.0f} us "
+                  f"({r['results_mean']:.2f} results) {r.get('fetch_k', '')}", flush=True)
+        # The same adapters over 1,000 memories: their own work with warm caches.
+        small_cases = [Contender(name, call, store, where) for name, store, call, where in cases(small)]
+        for c_ in small_cases:
+            c_.warm(q, k)
+        with Meter() as m:
+            for i in range(args.calls):
+                for c_ in small_cases:
+                    c_.run(i, q, k)
+        for c_ in small_cases:
+            rec = c_.record(label)
+            emit({"op": "search", **rec, "n": 1000, **m.fields(),
+                  "note": "1,000 memories: the adapter's overhead with warm caches"})
+            print(f"  search {label:>7} {rec['adapter']:<12} n=1000: overhead "
+                  f"{rec['overhead_median_us']:>6.1f} us", flush=True)
 
     with open(args.out, "w") as f:
         for rec in lines:
