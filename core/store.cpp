@@ -527,7 +527,7 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   a.scores = out_scores;
   a.lists = lists;
   IvfProbe probe;
-  if (!lists && index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe <= index_->nlist()) {
+  if (!lists && index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist()) {
     probe.centroids = &index_->coarse->view();
     probe.centroid_mirror = on_home ? index_->coarse->mirror() : nullptr;
     probe.offsets = index_->offsets.data();

@@ -232,7 +232,8 @@ struct Harness {
   mnemo_store* store = nullptr;
   Model m;
   unsigned files = 0;
-  bool probing = false;  // the search being checked read an index's lists (0 < nprobe <= lists)
+  bool probing = false;  // the search being checked read an index's lists (0 < nprobe < lists: at the list count or
+                         // more the scan is exact)
 
   Harness(FuzzedDataProvider& f, mnemo_runtime* r, bool v, uint64_t dim, int32_t dt, int32_t met)
       : fdp(f), rt(r), validate(v), m(dim, dt, met) {}
@@ -752,7 +753,7 @@ struct Harness {
     }
     if (nq == 0 || alias) return;
     const std::set<uint64_t>* allow = use_allow ? &allow_set : nullptr;
-    probing = indexed && eff.nprobe > 0 && eff.nprobe <= index_lists();
+    probing = indexed && eff.nprobe > 0 && eff.nprobe < index_lists();
     if (eff.activation == 1)
       check_act_rows(qv, nq, k, eff, allow, ids.as<uint64_t>(), scores.as<float>());
     else

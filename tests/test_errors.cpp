@@ -312,6 +312,10 @@ TEST(Errors, StoreSearch) {
   o.struct_size = 8;
   EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size",
                  out);
+  // A size that ends inside a field (here half of the pointer `where`).
+  o.struct_size = 108;
+  EXPECT_REFUSED(mnemo_store_search(s, qp, nq, k, &o, ids.data(), sc.data()), MNEMO_E_INVALID_ARGUMENT, "struct_size",
+                 out);
   // The device-check fields: a flag of 0 or 1; no device status on the
   // host entry point (it would be device memory written by a stream).
   o = def;

@@ -8,10 +8,10 @@
 
 #include "arg_checks.h"
 #include "barrier.h"
-#include "fields_in.h"
-#include "handles.h"
 #include "core/checked.h"
 #include "core/validate.h"
+#include "fields_in.h"
+#include "handles.h"
 #include "mnemo.h"
 
 using namespace mnemo;
@@ -298,6 +298,12 @@ void store_search(const mnemo_store* store, const float* queries, uint64_t nq, u
   if (opts) {
     if (opts->struct_size < kSearchOptionsV1)
       fail(Code::invalid_argument, "opts->struct_size is smaller than sizeof(mnemo_search_options) of ABI 1");
+    // A size between two headers' would cut a field (a pointer) in two.
+    const uint32_t sz = opts->struct_size;
+    if (sz < sizeof o && sz != kSearchOptionsV1 && sz != 80 && sz != 96 && sz != 104)
+      fail(Code::invalid_argument, "opts->struct_size = " + std::to_string(sz) +
+                                       " is not the size of mnemo_search_options in any header (40, 80, 96, 104 or " +
+                                       std::to_string(sizeof o) + " and up)");
     std::memcpy(&o, opts, std::min<size_t>(opts->struct_size, sizeof o));
   }
   cabi::need_positive(k, "k");
