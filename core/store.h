@@ -79,11 +79,13 @@ struct FieldsOut {
 
 // How a filtered search was planned (the last one; for tests and stats).
 struct FilterPlan {
-  uint64_t matches = 0;     // slots the filter matched (all queries' where)
-  uint64_t searches = 0;    // backend searches the call made
-  uint64_t widened = 0;     // indexed searches redone over more lists
-  uint64_t listed = 0;      // queries that read only their matches
+  uint64_t matches = 0;        // slots the filter matched (all queries' where)
+  uint64_t searches = 0;       // backend searches the call made
+  uint64_t widened = 0;        // indexed searches redone over more lists
+  uint64_t listed = 0;         // queries that read only their matches
   uint64_t post_filtered = 0;  // query groups answered from an unfiltered search
+  // Wall times (ms): the whole call, and its backend searches by plan.
+  double total_ms = 0, post_search_ms = 0, list_search_ms = 0, masked_ms = 0;
 };
 
 struct StoreContents {  // a consistent copy for saving
@@ -241,10 +243,9 @@ class Store {
   // returns the number of matching live memories.
   uint64_t filter_bitmap_locked(const Filter* where, const Filter* each, const SearchFilter& legacy,
                                 std::vector<uint64_t>& words) const;
-  void search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
-                    const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const;
-  void set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal,
-                         const FieldsIn* given);
+  void search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
+                    uint64_t* out_ids, float* out_scores, const Placement& place) const;
+  void set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal, const FieldsIn* given);
   StoreView view() const;
   StoreContents contents_locked() const;
   // The fields of the memory at `slot` appended to `out` in fields_codec

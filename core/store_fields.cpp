@@ -2,6 +2,9 @@
 // attributes, payloads) and the searches filtered by them: resolving and
 // writing fields, the postings, reads, selections and filtered searches.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <unordered_set>
 
@@ -343,6 +346,11 @@ constexpr uint64_t kPostMax = 256;
 void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter,
                          const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const {
   FilterPlan plan;
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  const auto t_start = Clock::now();
   std::vector<uint64_t> words;
   uint64_t total = 0;
   for (const Store* p : parts()) total += p->slot_ids_.size();
@@ -351,6 +359,12 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   // matches: then it is searched again over every memory, so no query
   // gets fewer than min(k, matches) results.
   auto masked = [&](const float* q, uint64_t m, uint64_t* ids, float* scores, uint64_t matches) {
+    const auto t0 = Clock::now();
+    struct Count {
+      double& ms;
+      Clock::time_point t0;
+      ~Count() { ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+    } count{plan.masked_ms, t0};
     SearchFilter f;
     f.kind = FilterKind::slot_bitmap;
     f.bitmap = words.data();
@@ -425,7 +439,9 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     for (const Group& g : broad)
       for (uint64_t i = g.q0; i < g.q1; ++i, ++r)
         std::copy(queries + i * dim_, queries + (i + 1) * dim_, q.begin() + r * dim_);
+    const auto t0 = Clock::now();
     search_shared(q.data(), n, want, SearchFilter{}, rank, ids.data(), sc.data(), place);
+    plan.post_search_ms += ms_since(t0);
     ++plan.searches;
     // Each group's queries are tested on their own (over the cores: the
     // tests only read the store, and each group writes its own rows).
@@ -556,8 +572,10 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     uint64_t read = 0;
     for (uint64_t i = 0; i < n; ++i) read += bounds[2 * i + 1] - bounds[2 * i];
     Backend& be = rt_.pick(Op::search, std::max<uint64_t>(read, 1) * row_bytes_);
+    const auto t0 = Clock::now();
     search_locked(all ? queries : q.data(), n, k, nullptr, rank, &be == home_, all ? out_ids : ids.data(),
                   all ? out_scores : sc.data(), place, &lists);
+    plan.list_search_ms += ms_since(t0);
     ++plan.searches;
     plan.listed += n;
     for (uint64_t i = 0; !all && i < n; ++i) {
@@ -565,6 +583,21 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
       std::copy(sc.begin() + i * k, sc.begin() + (i + 1) * k, out_scores + picked[i] * k);
     }
   }
+  plan.total_ms = ms_since(t_start);
+  // MNEMO_FILTER_TRACE=1: each filtered call's plan and times on stderr
+  // (for measuring where a filtered search spends its time).
+  static const bool trace = [] {
+    const char* v = std::getenv("MNEMO_FILTER_TRACE");
+    return v && *v == '1';
+  }();
+  if (trace)
+    std::fprintf(stderr,
+                 "mnemo filter: %llu queries, %llu post-filtered groups, %llu listed queries, %llu searches, "
+                 "matches %llu; total %.3f ms, post search %.3f ms, list search %.3f ms, masked %.3f ms\n",
+                 static_cast<unsigned long long>(nq), static_cast<unsigned long long>(plan.post_filtered),
+                 static_cast<unsigned long long>(plan.listed), static_cast<unsigned long long>(plan.searches),
+                 static_cast<unsigned long long>(plan.matches), plan.total_ms, plan.post_search_ms, plan.list_search_ms,
+                 plan.masked_ms);
   std::lock_guard<std::mutex> g(plan_mu_);
   plan_ = plan;
 }

@@ -187,7 +187,18 @@ uint64_t bound(const Filter& f, uint32_t i, const FilterScope& s) {
         sum += c;
         least = std::min(least, c);
       }
-      return std::min(all, n.op == FilterOp::any ? sum : least);
+      if (n.op == FilterOp::any || n.strs.size() < 2 || least == 0)
+        return std::min(all, n.op == FilterOp::any ? sum : least);
+      // ALL of several tags: the intersection's exact size (its sets are
+      // at hand; the smallest bounds the work), where the smallest set
+      // alone would let a post-filter be tried and fail.
+      std::vector<const Roaring*> sets;
+      for (const auto& t : n.strs) sets.push_back(s.postings->tag(s.pool->find(t)));
+      std::sort(sets.begin(), sets.end(), [](auto* a, auto* b) { return a->cardinality() < b->cardinality(); });
+      if (sets.size() == 2) return sets[0]->and_cardinality(*sets[1]);
+      Roaring x = *sets[0] & *sets[1];
+      for (size_t j = 2; j < sets.size() && !x.isEmpty(); ++j) x &= *sets[j];
+      return x.cardinality();
     }
     case NodeKind::ns: {
       std::vector<uint32_t> parts;
