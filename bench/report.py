@@ -734,7 +734,10 @@ def filtered_files():
         rows = load(name)
         if rows:
             tag = name[len("filtered-"):-len(".jsonl")]
-            out.append((name, FILTERED_WHERE.get(tag, tag), rows))
+            where = FILTERED_WHERE.get(tag, tag)
+            if tag == "gpu":  # the device's name is the machine's first part
+                where += f" ({rows[0].get('machine', '?').split(';')[0]})"
+            out.append((name, where, rows))
     return out
 
 
