@@ -32,7 +32,8 @@ missing):
                 filtered query reads further lists until it has k
                 candidates, or scans its matching rows exactly).
   mnemo-cuda    mnemo on a CUDA runtime (the store on the GPU, host queries
-                and results), batches and one query a call.
+                and results), batches and one query a call; mnemo-cuda-ivf
+                the same over its index, nprobe swept.
   cuvs          cuvs.neighbors.brute_force with a per-query bitmap prefilter
                 (filters.from_bitmap), batches of --gpu-batch queries.
   torch         a masked matrix product and topk on the GPU, batches of
@@ -93,7 +94,7 @@ sys.path.insert(0, HERE)
 import gen  # noqa: E402 - beside this file
 
 PEERS = ["numpy", "faiss-flat", "faiss-ivf", "faiss-hybrid", "mnemo", "mnemo-callers", "mnemo-py", "mnemo-ivf",
-         "mnemo-cuda", "cuvs", "torch"]
+         "mnemo-cuda", "mnemo-cuda-ivf", "cuvs", "torch"]
 TRACK_THRESHOLD = 1e-3  # the track baseline's switch to an exact scan of the matching rows
 NO_ID = 2**64 - 1
 SELECTOR = {"bitmap": "IDSelectorBitmap", "batch": "IDSelectorBatch"}
@@ -866,6 +867,7 @@ def main() -> int:
         "mnemo-py": lambda: run_mnemo_py(b),
         "mnemo-ivf": lambda: run_mnemo(b, "cpu", ivf=True),
         "mnemo-cuda": lambda: run_mnemo(b, "cuda"),
+        "mnemo-cuda-ivf": lambda: run_mnemo(b, "cuda", ivf=True),
         "cuvs": lambda: run_cuvs(b),
         "torch": lambda: run_torch(b),
     }
