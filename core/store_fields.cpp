@@ -281,6 +281,9 @@ Roaring Store::matches_locked(const Filter* where, const Filter* each, const Sea
     std::sort(allowed.begin(), allowed.end());
     r &= Roaring(allowed.size(), allowed.data());
   }
+  // Removed slots and the caller's bitmap: a pass over the matches, only
+  // when there is something to drop.
+  if (dead_ == 0 && legacy.kind != FilterKind::slot_bitmap) return r;
   std::vector<uint32_t> dead;
   for (uint32_t s : r)
     if (slot_ids_[s] == kNoId || (legacy.kind == FilterKind::slot_bitmap && !((legacy.bitmap[s >> 6] >> (s & 63)) & 1)))
@@ -398,32 +401,37 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     const Filter* mine;
     uint64_t want = 0;  // post-filter: results asked of the unfiltered search
   };
-  std::vector<Group> groups, broad;
+  std::vector<Group> all_groups, groups, broad;
   const Filter* const* each = filter.each;
   for (uint64_t q0 = 0; q0 < nq;) {
     uint64_t q1 = q0 + 1;
     while (each && q1 < nq && each[q1] == each[q0]) ++q1;
     if (!each) q1 = nq;
-    Group g{q0, q1, each ? each[q0] : nullptr};
+    all_groups.push_back(Group{q0, q1, each ? each[q0] : nullptr});
     q0 = q1;
-    if (post_ok && filter.kind == FilterKind::none) {
-      uint64_t est = 0;
-      for (const Store* p : parts()) {
-        const FilterScope sc = p->scope_locked();
-        uint64_t e = p->slot_ids_.size();
-        if (filter.where) e = std::min(e, estimate_matches(*filter.where, sc));
-        if (g.mine) e = std::min(e, estimate_matches(*g.mine, sc));
-        est += e;
-      }
-      const uint64_t want = est == 0 ? UINT64_MAX : (k * total * kPostWant + est - 1) / est;
-      if (want <= kPostMax) {
-        g.want = std::max(k, want);
-        broad.push_back(g);
-        continue;
-      }
-    }
-    groups.push_back(g);
   }
+  // Each group's estimate (over the cores: they only read the postings).
+  if (post_ok && filter.kind == FilterKind::none) {
+    const auto ps = parts();
+    cpu::ParallelErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (all_groups.size() > 1)
+    for (int64_t i = 0; i < static_cast<int64_t>(all_groups.size()); ++i)
+      errors.run([&] {
+        Group& g = all_groups[i];
+        uint64_t est = 0;
+        for (const Store* p : ps) {
+          const FilterScope sc = p->scope_locked();
+          uint64_t e = p->slot_ids_.size();
+          if (filter.where) e = std::min(e, estimate_matches(*filter.where, sc));
+          if (g.mine) e = std::min(e, estimate_matches(*g.mine, sc));
+          est += e;
+        }
+        const uint64_t want = est == 0 ? UINT64_MAX : (k * total * kPostWant + est - 1) / est;
+        if (want <= kPostMax) g.want = std::max(k, want);
+      });
+    errors.rethrow();
+  }
+  for (const Group& g : all_groups) (g.want ? broad : groups).push_back(g);
   // Broad filters: one unfiltered search of all their queries, then each
   // query keeps the first k of its results that pass its filters. That is
   // the exact filtered answer whenever k of them pass (the k best matches
@@ -518,14 +526,16 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   uint64_t listed = 0;
   for (size_t gi = 0; gi < ev.size(); ++gi)
     if (ev[gi].listed) at[gi] = listed, listed += ev[gi].m;
-  std::vector<uint32_t> slots(listed);
+  // Not zeroed: every entry is written below (lists of many queries run
+  // to gigabytes).
+  std::unique_ptr<uint32_t[]> slots(new uint32_t[std::max<uint64_t>(listed, 1)]);
   {
     cpu::ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(rt_.threads()) if (ev.size() > 1)
     for (int64_t i = 0; i < static_cast<int64_t>(ev.size()); ++i)
       errors.run([&] {
         if (!ev[i].listed) return;
-        ev[i].set.toUint32Array(slots.data() + at[i]);
+        ev[i].set.toUint32Array(slots.get() + at[i]);
         ev[i].set = Roaring();
       });
     errors.rethrow();
@@ -558,7 +568,7 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   if (!picked.empty()) {
     SlotLists lists;
     lists.bounds = bounds.data();
-    lists.slots = slots.data();
+    lists.slots = slots.get();
     lists.longest = longest;
     const uint64_t n = picked.size();
     // Every query, in order: then the queries and outputs are the caller's own.
