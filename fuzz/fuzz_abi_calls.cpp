@@ -715,8 +715,12 @@ struct Harness {
       eff = mnemo_search_options_default();
       if (o.struct_size >= 40) std::memcpy(&eff, &o, std::min<size_t>(o.struct_size, sizeof o));
       const bool on = eff.activation == 1;
-      if (o.struct_size < 40 || eff.apply_bias > 1 || eff.activation > 1 || eff.normalize > 1 || eff.touch > 1 ||
-          (!on && (eff.normalize != 0 || eff.touch != 0)) ||
+      // A size between two headers' sizes (40, 80, 96, 104, then the whole
+      // struct) would cut a field in two: refused.
+      const uint32_t sz = o.struct_size;
+      const bool between = sz < sizeof o && sz != 40 && sz != 80 && sz != 96 && sz != 104;
+      if (o.struct_size < 40 || between || eff.apply_bias > 1 || eff.activation > 1 || eff.normalize > 1 ||
+          eff.touch > 1 || (!on && (eff.normalize != 0 || eff.touch != 0)) ||
           (on && (!std::isfinite(eff.w_relevance) || !std::isfinite(eff.w_recency) ||
                   !std::isfinite(eff.w_importance) || !(eff.half_life > 0.0) || std::isinf(eff.now))))
         e.err(MNEMO_E_INVALID_ARGUMENT);
