@@ -8,7 +8,9 @@ Here a skipped test is a failed one: the suites must run whole or fail.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -16,9 +18,12 @@ import pytest
 if os.environ.get("MNEMO_INTEGRATIONS") != "1":
     collect_ignore_glob = ["*.py"]
 else:
-    # mem0 reads these on import: no telemetry, its files under a temporary folder.
+    # mem0 reads these on import: no telemetry, its files under a temporary
+    # folder (removed at exit) instead of ~/.mem0.
     os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mnemo-mem0-"))
+    if "MEM0_DIR" not in os.environ:
+        os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="mnemo-mem0-")
+        atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
