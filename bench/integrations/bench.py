@@ -99,6 +99,20 @@ def wait_quiet(limit: float) -> None:
         time.sleep(5)
 
 
+def source() -> str:
+    """The commit the library was built from as far as the tree tells: HEAD,
+    and whether core/, cabi/ and kernels/ differ from it."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "core", "cabi", "kernels"]
+                               ).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" + uncommitted core changes" if dirty else "")
+
+
 # Data.
 
 WORDS = ("memory store search filter agent tea coffee rain tokyo paris report sales engine "
@@ -333,7 +347,8 @@ def main() -> None:
     rt = mnemo.Runtime(backend="cpu", threads=args.threads)
     data = make_data(args.n, args.dim)
     q, k = data["q"], args.k
-    base = {"bench": "integrations", "n": args.n, "dim": args.dim, "dtype": "f32", "k": k,
+    base = {"bench": "integrations", "source": source(), "n": args.n, "dim": args.dim,
+            "dtype": "f32", "k": k,
             "threads": args.threads, "cpu": platform.processor() or platform.machine(),
             "cores": os.cpu_count(), "mnemo": mnemo.version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
