@@ -226,6 +226,28 @@ uint64_t bound(const Filter& f, uint32_t i, const FilterScope& s) {
           if (const uint32_t id = s.pool->find(v.s)) sum += size_of(s.postings->text(name, id));
         return std::min(all, sum);
       }
+      // Numbers: counted in the ordered index (up to the slots).
+      const bool numbers = !n.values.empty() && std::all_of(n.values.begin(), n.values.end(), [](const ValueIn& v) {
+        return v.type == ValueType::i64 || v.type == ValueType::f64;
+      });
+      if (numbers) {
+        const auto& v = n.values;
+        const SlotPostings& p = *s.postings;
+        switch (n.op) {
+          case FilterOp::eq: return p.numeric_count(name, &v[0], true, &v[0], true, all);
+          case FilterOp::in: {
+            uint64_t sum = 0;
+            for (const auto& x : v) sum += p.numeric_count(name, &x, true, &x, true, all);
+            return std::min(all, sum);
+          }
+          case FilterOp::lt: return p.numeric_count(name, nullptr, false, &v[0], false, all);
+          case FilterOp::le: return p.numeric_count(name, nullptr, false, &v[0], true, all);
+          case FilterOp::gt: return p.numeric_count(name, &v[0], false, nullptr, false, all);
+          case FilterOp::ge: return p.numeric_count(name, &v[0], true, nullptr, false, all);
+          case FilterOp::between: return p.numeric_count(name, &v[0], true, &v[1], true, all);
+          default: break;
+        }
+      }
       return size_of(s.postings->has(name));
     }
     case NodeKind::ids: return std::min<uint64_t>(all, n.ids.size());

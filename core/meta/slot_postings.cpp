@@ -122,14 +122,16 @@ auto first_from(const std::set<std::pair<T, uint32_t>>& s, const ValueIn* lo) {
 
 }  // namespace
 
-Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const {
-  Roaring out;
+template <class Fn>
+void SlotPostings::numeric_walk(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
+                                Fn fn) const {
   auto it = numbers_.find(name);
-  if (it == numbers_.end()) return out;
+  if (it == numbers_.end()) return;
+  bool go = true;
   auto walk = [&](const auto& set) {
-    for (auto e = first_from(set, lo); e != set.end(); ++e) {
+    for (auto e = first_from(set, lo); go && e != set.end(); ++e) {
       if (in_range(e->first, lo, lo_incl, hi, hi_incl)) {
-        out.add(e->second);
+        go = fn(e->second);
         continue;
       }
       // Below the lower bound (the start is one step early): go on;
@@ -149,8 +151,23 @@ Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, co
     }
   };
   walk(it->second.ints);
-  walk(it->second.reals);
+  if (go) walk(it->second.reals);
+}
+
+Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const {
+  Roaring out;
+  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](uint32_t slot) {
+    out.add(slot);
+    return true;
+  });
   return out;
+}
+
+uint64_t SlotPostings::numeric_count(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
+                                     uint64_t cap) const {
+  uint64_t n = 0;
+  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](uint32_t) { return ++n < cap; });
+  return n;
 }
 
 }  // namespace mnemo

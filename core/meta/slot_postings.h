@@ -36,6 +36,10 @@ class SlotPostings {
   // Slots whose numeric value v of `name` lies in the range: lo/hi are the
   // bounds (ValueIn of type i64 or f64, or none for open), inclusive or not.
   Roaring numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const;
+  // How many slots numeric() would return, counted up to `cap` (the
+  // planner's estimate: exact below the cap).
+  uint64_t numeric_count(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
+                         uint64_t cap) const;
   // Slots with any namespace / with fields at all.
   const Roaring& any_ns() const { return any_ns_; }
   // Distinct namespaces in use and their slot counts.
@@ -45,6 +49,9 @@ class SlotPostings {
 
  private:
   static uint64_t key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
+  // Calls fn(slot) for the slots numeric() returns while fn returns true.
+  template <class Fn>
+  void numeric_walk(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl, Fn fn) const;
   template <class K>
   static const Roaring* find(const std::unordered_map<K, Roaring>& m, K k) {
     auto it = m.find(k);
