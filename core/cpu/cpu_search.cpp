@@ -94,6 +94,12 @@ void list_search(const SearchArgs& a, int nt) {
   const uint64_t cap = std::min<uint64_t>(a.k, std::max<uint64_t>(L.longest, 1));
   ParallelErrors errors;
   const uint32_t* sl = L.slots;
+  // Short lists on the calling thread: waking a team costs more than
+  // scoring a few thousand rows.
+  constexpr uint64_t kTeamRows = 4096;
+  uint64_t rows = 0;
+  for (uint64_t i = 0; i < a.nq; ++i) rows += L.bounds[2 * i + 1] - L.bounds[2 * i];
+  if (rows < kTeamRows) nt = 1;
   if (a.nq < static_cast<uint64_t>(nt)) {
     // Fewer queries than threads: each query's list is shared out in
     // chunks and the threads' selections merged (the order is total, so
