@@ -343,6 +343,7 @@ bool short_rows(const uint64_t* ids, uint64_t nq, uint64_t k, uint64_t matches) 
 constexpr uint64_t kSelective = 4;
 constexpr uint64_t kPostWant = 2;
 constexpr uint64_t kPostMax = 256;
+constexpr uint64_t kPostBatch = 64;
 
 }  // namespace
 
@@ -426,8 +427,13 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
           if (g.mine) e = std::min(e, estimate_matches(*g.mine, sc));
           est += e;
         }
+        // The post-filter reads the whole store for its groups at once: worth
+        // it for a batch (one pass shared by many queries) or a filter
+        // broader than the selective plan takes; a few queries of a
+        // narrower one read less through their lists.
         const uint64_t want = est == 0 ? UINT64_MAX : (k * total * kPostWant + est - 1) / est;
-        if (want <= kPostMax) g.want = std::max(k, want);
+        const bool broad_enough = nq >= kPostBatch || est * kSelective > total;
+        if (want <= kPostMax && broad_enough) g.want = std::max(k, want);
       });
     errors.rethrow();
   }

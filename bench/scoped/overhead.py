@@ -1,0 +1,82 @@
+"""What a filter costs: a search scoped by a filter against an unfiltered
+search of a store that holds only the rows the filter matches, and against
+the unfiltered search of the whole store (a scoped search should read about
+its share of it).
+
+One process, same threads. The store holds N rows of D dims (f32, cosine),
+each under a namespace ("users", u) with U users, so a scope of one user
+holds 1/U of the rows, spread over the whole store (every U-th row). Each
+line of output is one JSON object: scope share, the three medians (ms) and
+the two ratios.
+
+    python3 bench/scoped/overhead.py --n 1000000 --dim 192 --out bench/results/scoped-cpu.jsonl
+
+(MNEMO_LIBRARY naming the built libmnemo and PYTHONPATH=python, as the
+other benchmarks run.)
+"""
+import argparse
+import json
+import platform
+import time
+
+import numpy as np
+
+import mnemo
+
+
+def median_ms(fn, reps):
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts) * 1e3)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=192)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((a.n, a.dim), dtype=np.float32)
+    ids = np.arange(1, a.n + 1, dtype=np.uint64)
+    rt = mnemo.Runtime(backend=a.backend, threads=a.threads)
+    rows = []
+    for users in (100, 10, 2):
+        user = np.arange(a.n) % users
+        whole = mnemo.Store(rt, a.dim)
+        whole.add(ids, x, namespaces=[("users", str(u)) for u in user])
+        mine = user == 1
+        alone = mnemo.Store(rt, a.dim)
+        alone.add(ids[mine], x[mine])
+        q = rng.standard_normal((1, a.dim), dtype=np.float32)
+        scope = mnemo.Filter({"$namespace": ("users", "1")})
+        fi, fs = whole.search(q, a.k, where=scope)
+        ai, as_ = alone.search(q, a.k)
+        assert np.array_equal(fi, ai), "the scoped search and the store of its rows disagree"
+        t_scoped = median_ms(lambda: whole.search(q, a.k, where=scope), a.reps)
+        t_alone = median_ms(lambda: alone.search(q, a.k), a.reps)
+        t_whole = median_ms(lambda: whole.search(q, a.k), a.reps)
+        row = {"n": a.n, "dim": a.dim, "k": a.k, "backend": a.backend, "share": 1.0 / users,
+               "scoped_ms": t_scoped, "rows_alone_ms": t_alone, "whole_ms": t_whole,
+               "filter_cost": t_scoped / t_alone, "scoped_over_whole": t_scoped / t_whole,
+               "machine": platform.node(), "cpu": platform.processor()}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        whole.close()
+        alone.close()
+    if a.out:
+        with open(a.out, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
