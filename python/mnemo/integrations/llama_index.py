@@ -26,7 +26,6 @@ whole mapping.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np

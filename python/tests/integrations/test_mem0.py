@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
