@@ -63,19 +63,18 @@ struct FieldWrite {
   std::string old_key;  // the memory's key before the write
 };
 
-// One memory's fields read back (mnemo_store_read).
-struct FieldsOut {
+// One memory's fields read back (mnemo_store_read): set names those it has.
+struct FieldsOut : FieldsIn {
   bool found = false;
   uint64_t id = 0;
   double time = 0;
   float importance = 0;
-  uint32_t set = 0;
-  std::string key;
-  std::vector<std::string> ns;
-  std::vector<std::string> tags;
-  std::vector<std::pair<std::string, ValueIn>> attrs;
-  std::string payload;
 };
+
+// A stored record in strings (the fields it has, `set` naming them): tags
+// and attributes in byte order, whatever the interning order, so a store
+// saved, opened and saved again writes the same bytes.
+void record_strings(const Record& r, const FieldTables& t, FieldsIn& f);
 
 // How a filtered search was planned (the last one; for tests and stats).
 struct FilterPlan {

@@ -169,6 +169,32 @@ void Store::ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) 
   }
 }
 
+void record_strings(const Record& r, const FieldTables& t, FieldsIn& f) {
+  if (!r.key.empty()) f.set |= kFieldKey, f.key = r.key;
+  if (r.ns) {
+    f.set |= kFieldNamespace;
+    for (uint32_t p : t.namespaces.path(r.ns)) f.ns.push_back(t.pool.str(p));
+  }
+  if (!r.tags.empty()) {
+    f.set |= kFieldTags;
+    for (uint32_t g : r.tags) f.tags.push_back(t.pool.str(g));
+    std::sort(f.tags.begin(), f.tags.end());
+  }
+  if (!r.attrs.empty()) {
+    f.set |= kFieldAttributes;
+    for (const auto& [name, v] : r.attrs) {
+      ValueIn x;
+      x.type = v.type;
+      x.i = v.i;
+      x.d = v.d;
+      if (v.type == ValueType::str) x.s = t.pool.str(v.s);
+      f.attrs.emplace_back(t.pool.str(name), std::move(x));
+    }
+    std::sort(f.attrs.begin(), f.attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  if (!r.payload.empty()) f.set |= kFieldPayload, f.payload = r.payload;
+}
+
 std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count) const {
   auto lock = read_lock();
   const FieldTables& t = *tables_;
@@ -188,30 +214,7 @@ std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count) const {
     f.time = owner->times_[e->second];
     f.importance = owner->importance_[e->second];
     const Record* r = owner->recs_[e->second].get();
-    if (!r) continue;
-    if (!r->key.empty()) f.set |= kFieldKey, f.key = r->key;
-    if (r->ns) {
-      f.set |= kFieldNamespace;
-      for (uint32_t p : t.namespaces.path(r->ns)) f.ns.push_back(t.pool.str(p));
-    }
-    if (!r->tags.empty()) {
-      f.set |= kFieldTags;
-      for (uint32_t g : r->tags) f.tags.push_back(t.pool.str(g));
-      std::sort(f.tags.begin(), f.tags.end());  // by bytes, whatever the interning order
-    }
-    if (!r->attrs.empty()) {
-      f.set |= kFieldAttributes;
-      for (const auto& [name, v] : r->attrs) {
-        ValueIn x;
-        x.type = v.type;
-        x.i = v.i;
-        x.d = v.d;
-        if (v.type == ValueType::str) x.s = t.pool.str(v.s);
-        f.attrs.emplace_back(t.pool.str(name), std::move(x));
-      }
-      std::sort(f.attrs.begin(), f.attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
-    if (!r->payload.empty()) f.set |= kFieldPayload, f.payload = r->payload;
+    if (r) record_strings(*r, t, f);
   }
   return out;
 }

@@ -618,33 +618,8 @@ std::unique_ptr<Store> load_store(const Runtime& rt, const std::string& path, ui
 bool Store::encode_slot_fields_locked(uint64_t slot, std::string& out) const {
   const Record* r = slot < recs_.size() ? recs_[slot].get() : nullptr;
   if (!r) return false;
-  const FieldTables& t = *tables_;
   FieldsIn f;
-  if (!r->key.empty()) f.set |= kFieldKey, f.key = r->key;
-  if (r->ns) {
-    f.set |= kFieldNamespace;
-    for (uint32_t p : t.namespaces.path(r->ns)) f.ns.push_back(t.pool.str(p));
-  }
-  if (!r->tags.empty()) {
-    f.set |= kFieldTags;
-    for (uint32_t g : r->tags) f.tags.push_back(t.pool.str(g));
-    // Byte order, not interning order: a store saved, opened and saved
-    // again writes the same bytes.
-    std::sort(f.tags.begin(), f.tags.end());
-  }
-  if (!r->attrs.empty()) {
-    f.set |= kFieldAttributes;
-    for (const auto& [name, v] : r->attrs) {
-      ValueIn x;
-      x.type = v.type;
-      x.i = v.i;
-      x.d = v.d;
-      if (v.type == ValueType::str) x.s = t.pool.str(v.s);
-      f.attrs.emplace_back(t.pool.str(name), std::move(x));
-    }
-    std::sort(f.attrs.begin(), f.attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-  if (!r->payload.empty()) f.set |= kFieldPayload, f.payload = r->payload;
+  record_strings(*r, *tables_, f);
   encode_fields(f, out);
   return true;
 }
