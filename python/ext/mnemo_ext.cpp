@@ -11,9 +11,11 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -437,6 +439,288 @@ std::vector<double> time_search_host(uintptr_t store, uintptr_t queries, uint64_
   return out;
 }
 
+// ---------------------------------------------------------------------------
+// Fields of many memories packed for mnemo_store_add_with_fields and
+// mnemo_store_update_fields in one pass (python/mnemo/fields.py FieldRows
+// does the same per memory in Python, and stays the reference: it gives
+// every refused argument its message).
+
+// The packed mnemo_memory_fields [count] and what they point to. Strings
+// point into the str and bytes objects of the columns (a str's UTF-8 form is
+// kept by the str itself), which are held here.
+struct PackedFields {
+  std::vector<mnemo_memory_fields> rows;
+  std::vector<const char*> texts;  // namespace parts and tags
+  std::vector<mnemo_attribute> attributes;
+  std::vector<nb::object> columns;  // the columns read, held
+  uintptr_t address() const { return rows.empty() ? 0 : (uintptr_t)rows.data(); }
+};
+
+// The UTF-8 bytes of an exact str without NUL, at most `limit` bytes and
+// not empty unless `empty_ok`; nullptr (no Python error) when it is not.
+const char* packed_text(PyObject* obj, uint32_t limit, bool empty_ok, Py_ssize_t* size = nullptr) {
+  if (!PyUnicode_CheckExact(obj)) return nullptr;
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(obj, &n);
+  if (s == nullptr) {
+    PyErr_Clear();  // lone surrogates: FieldRows encodes them
+    return nullptr;
+  }
+  if ((n == 0 && !empty_ok) || (uint64_t)n > limit || std::memchr(s, 0, (size_t)n) != nullptr) return nullptr;
+  if (size != nullptr) *size = n;
+  return s;
+}
+
+// The entries of an exact list or tuple.
+bool sequence_items(PyObject* obj, PyObject*** items, Py_ssize_t* n) {
+  if (PyList_CheckExact(obj)) {
+    *items = PySequence_Fast_ITEMS(obj);
+    *n = PyList_GET_SIZE(obj);
+    return true;
+  }
+  if (PyTuple_CheckExact(obj)) {
+    *items = PySequence_Fast_ITEMS(obj);
+    *n = PyTuple_GET_SIZE(obj);
+    return true;
+  }
+  return false;
+}
+
+// Appends the texts of a list or tuple of str (namespace parts or tags) to
+// p.texts; false when one is not packable here.
+bool pack_texts(PackedFields& p, PyObject* obj, uint32_t max_count, uint32_t* count) {
+  PyObject** items = nullptr;
+  Py_ssize_t n = 0;
+  if (!sequence_items(obj, &items, &n) || (uint64_t)n > max_count) return false;
+  for (Py_ssize_t j = 0; j < n; ++j) {
+    const char* s = packed_text(items[j], MNEMO_MAX_NAME_BYTES, false);
+    if (s == nullptr) return false;
+    p.texts.push_back(s);
+  }
+  *count = (uint32_t)n;
+  return true;
+}
+
+bool pack_attributes(PackedFields& p, PyObject* obj, uint32_t* count) {
+  if (!PyDict_CheckExact(obj) || (uint64_t)PyDict_GET_SIZE(obj) > MNEMO_MAX_ATTRIBUTES) return false;
+  PyObject* name = nullptr;
+  PyObject* value = nullptr;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(obj, &pos, &name, &value)) {
+    mnemo_attribute a{};
+    a.name = packed_text(name, MNEMO_MAX_NAME_BYTES, false);
+    if (a.name == nullptr) return false;
+    if (value == Py_True || value == Py_False) {
+      a.value.type = MNEMO_VALUE_BOOL;
+      a.value.i = value == Py_True;
+    } else if (PyLong_CheckExact(value)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+      if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return false;
+      }
+      a.value.type = MNEMO_VALUE_INT;
+      a.value.i = v;
+    } else if (PyFloat_CheckExact(value)) {
+      double v = PyFloat_AS_DOUBLE(value);
+      if (!std::isfinite(v)) return false;
+      a.value.type = MNEMO_VALUE_DOUBLE;
+      a.value.d = v;
+    } else {
+      a.value.type = MNEMO_VALUE_STRING;
+      a.value.s = packed_text(value, MNEMO_MAX_NAME_BYTES, true);
+      if (a.value.s == nullptr) return false;
+    }
+    p.attributes.push_back(a);
+  }
+  *count = (uint32_t)PyDict_GET_SIZE(obj);
+  return true;
+}
+
+bool pack_payload(PyObject* obj, mnemo_memory_fields& f) {
+  const char* data = nullptr;
+  Py_ssize_t n = 0;
+  if (PyBytes_CheckExact(obj)) {
+    data = PyBytes_AS_STRING(obj);
+    n = PyBytes_GET_SIZE(obj);
+  } else if (PyUnicode_CheckExact(obj)) {
+    data = PyUnicode_AsUTF8AndSize(obj, &n);
+    if (data == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+  } else {
+    return false;
+  }
+  if ((uint64_t)n > MNEMO_MAX_PAYLOAD_BYTES) return false;
+  f.payload = n != 0 ? data : nullptr;
+  f.payload_bytes = (uint64_t)n;
+  return true;
+}
+
+// pack_fields(count, keys, namespaces, tags, attributes, payloads): the
+// columns of Store.add / update_fields packed as mnemo_memory_fields
+// [count], or None when any entry is other than the plain types packed here
+// (exact str, list, tuple, dict, int, float, bool, bytes) or past a limit:
+// the caller then packs them in Python, which refuses what must be refused.
+nb::object pack_fields(uint64_t count, nb::handle keys, nb::handle namespaces, nb::handle tags, nb::handle attributes,
+                       nb::handle payloads) {
+  enum Column { kKey, kNamespace, kTags, kAttributes, kPayload };
+  const uint32_t bits[] = {MNEMO_FIELD_KEY, MNEMO_FIELD_NAMESPACE, MNEMO_FIELD_TAGS, MNEMO_FIELD_ATTRIBUTES,
+                           MNEMO_FIELD_PAYLOAD};
+  nb::handle given[] = {keys, namespaces, tags, attributes, payloads};
+  PyObject** items[5] = {};
+  auto packed = std::make_unique<PackedFields>();
+  PackedFields& p = *packed;
+  for (int c = 0; c < 5; ++c) {
+    if (given[c].is_none()) continue;
+    Py_ssize_t n = 0;
+    if (!sequence_items(given[c].ptr(), &items[c], &n) || (uint64_t)n != count) return nb::none();
+    p.columns.push_back(nb::borrow(given[c]));
+  }
+  mnemo_memory_fields blank{};
+  blank.struct_size = sizeof(mnemo_memory_fields);
+  p.rows.assign(count, blank);
+  // Where each row's texts and attributes start in p.texts / p.attributes
+  // (pointers are taken once the vectors stop growing).
+  std::vector<size_t> ns_at(count), tags_at(count), attrs_at(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    mnemo_memory_fields& f = p.rows[i];
+    for (int c = 0; c < 5; ++c) {
+      if (items[c] == nullptr) continue;
+      PyObject* v = items[c][i];
+      if (v == Py_None) continue;
+      f.set |= bits[c];
+      bool ok = true;
+      switch (c) {
+        case kKey: {
+          const char* s = packed_text(v, MNEMO_MAX_KEY_BYTES, true);
+          ok = s != nullptr;
+          f.key = ok && *s ? s : nullptr;
+          break;
+        }
+        case kNamespace:
+          ns_at[i] = p.texts.size();
+          ok = pack_texts(p, v, MNEMO_MAX_NAMESPACE_DEPTH, &f.namespace_depth);
+          break;
+        case kTags:
+          tags_at[i] = p.texts.size();
+          ok = pack_texts(p, v, MNEMO_MAX_TAGS, &f.tag_count);
+          break;
+        case kAttributes:
+          attrs_at[i] = p.attributes.size();
+          ok = pack_attributes(p, v, &f.attribute_count);
+          break;
+        default: ok = pack_payload(v, f);
+      }
+      if (!ok) return nb::none();
+    }
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    mnemo_memory_fields& f = p.rows[i];
+    if (f.namespace_depth != 0) f.namespace_parts = p.texts.data() + ns_at[i];
+    if (f.tag_count != 0) f.tags = p.texts.data() + tags_at[i];
+    if (f.attribute_count != 0) f.attributes = p.attributes.data() + attrs_at[i];
+  }
+  return nb::cast(packed.release(), nb::rv_policy::take_ownership);
+}
+
+// ---------------------------------------------------------------------------
+// Memories read back for the framework adapters: key, namespace, payload and
+// time of each (python/mnemo/integrations/_common.py Row), without the tags
+// and attributes that Store.read turns into Python objects too.
+
+PyObject* text_object(const char* s) { return PyUnicode_DecodeUTF8(s, (Py_ssize_t)std::strlen(s), "surrogateescape"); }
+
+// A row_type instance (a tuple subclass) of (id, key, namespace, payload,
+// time) for entry i of `records`, Py_None for an id not found, nullptr with
+// a Python error set on failure.
+PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_type) {
+  uint32_t found = 0;
+  uint64_t id = 0;
+  double time = 0;
+  mnemo_memory_fields f = mnemo_memory_fields_default();
+  f.struct_size = sizeof f;
+  mnemo_status s = mnemo_records_get(records, i, &found, &id, &f, &time, nullptr);
+  if (s != MNEMO_OK) raise_error(kLibrary, s, mnemo_last_error() ? mnemo_last_error() : "");
+  if (!found) {
+    Py_INCREF(Py_None);
+    return Py_None;
+  }
+  nb::object key = f.key != nullptr ? nb::steal(text_object(f.key)) : nb::none();
+  nb::object ns = nb::steal(PyTuple_New((Py_ssize_t)f.namespace_depth));
+  if (!key.is_valid() || !ns.is_valid()) return nullptr;
+  for (uint32_t j = 0; j < f.namespace_depth; ++j) {
+    PyObject* part = text_object(f.namespace_parts[j]);
+    if (part == nullptr) return nullptr;
+    PyTuple_SET_ITEM(ns.ptr(), j, part);
+  }
+  nb::object payload = nb::steal(PyBytes_FromStringAndSize(static_cast<const char*>(f.payload),
+                                                           f.payload_bytes ? (Py_ssize_t)f.payload_bytes : 0));
+  nb::object fields = nb::steal(PyTuple_Pack(5, nb::steal(PyLong_FromUnsignedLongLong(id)).ptr(), key.ptr(), ns.ptr(),
+                                             payload.ptr(), nb::steal(PyFloat_FromDouble(time)).ptr()));
+  if (!payload.is_valid() || !fields.is_valid()) return nullptr;
+  // tuple.__new__(row_type, fields): a NamedTuple made without its Python __new__.
+  nb::object args = nb::steal(PyTuple_Pack(1, fields.ptr()));
+  if (!args.is_valid()) return nullptr;
+  return PyTuple_Type.tp_new((PyTypeObject*)row_type, args.ptr(), nullptr);
+}
+
+// read_rows(store, ids, scores, row_type): mnemo_store_read of `ids` (a
+// uint64 array, C-contiguous and aligned, as the package's checks leave it).
+// scores None: a row_type or None per id. scores (float32, one per id): the
+// entries before the first NO_ID as (id, score, row_type or None), the form
+// of a search's results.
+nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, nb::handle row_type) {
+  HostArray ids;
+  Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
+  if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
+  if (p) raise_problem(p);
+  if (!PyType_Check(row_type.ptr()) || !PyType_IsSubtype((PyTypeObject*)row_type.ptr(), &PyTuple_Type))
+    throw nb::type_error("read_rows: row_type must be a tuple type");
+  uint64_t n = ids.size();
+  const uint64_t* id_data = static_cast<const uint64_t*>(ids.data());
+  HostArray scores;
+  const float* score_data = nullptr;
+  if (!scores_obj.is_none()) {
+    Problem sp = check_array(scores_obj.ptr(), "scores", true, false, scores);
+    if (!sp && scores.size() != n) sp = problem(kValue, MNEMO_E_SHAPE, "scores must have one entry per id");
+    if (sp) raise_problem(sp);
+    score_data = static_cast<const float*>(scores.data());
+    uint64_t m = 0;
+    while (m < n && id_data[m] != MNEMO_NO_ID) ++m;
+    n = m;
+  }
+  nb::list out;
+  if (n == 0) return out;
+  mnemo_records* records = nullptr;
+  CallResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    r.status = mnemo_store_read(store_of(store), id_data, n, &records);
+    note_error(r);
+  }
+  check(r);
+  struct Release {
+    mnemo_records* r;
+    ~Release() { mnemo_records_destroy(r); }
+  } release{records};
+  for (uint64_t i = 0; i < n; ++i) {
+    nb::object row = nb::steal(record_row(records, i, row_type.ptr()));
+    if (!row.is_valid()) throw nb::python_error();
+    if (score_data == nullptr) {
+      out.append(row);
+      continue;
+    }
+    nb::object hit = nb::steal(PyTuple_Pack(3, nb::steal(PyLong_FromUnsignedLongLong(id_data[i])).ptr(),
+                                            nb::steal(PyFloat_FromDouble(score_data[i])).ptr(), row.ptr()));
+    if (!hit.is_valid()) throw nb::python_error();
+    out.append(hit);
+  }
+  return out;
+}
+
 void configure(nb::handle make_error, nb::handle numpy, nb::handle aligned_empty) {
   nb::object dtype = numpy.attr("dtype");
   nb::object objects[] = {nb::borrow(make_error), nb::borrow(aligned_empty), numpy.attr("empty"),
@@ -491,7 +775,8 @@ NB_MODULE(_mnemo_ext, m) {
   // The mnemo.h functions this module calls (the compiler checked each
   // against the header; python/tests/test_extension.py checks the list).
   m.attr("C_FUNCTIONS") =
-      nb::make_tuple("mnemo_store_search", "mnemo_store_search_device", "mnemo_last_error", "mnemo_abi_version");
+      nb::make_tuple("mnemo_store_search", "mnemo_store_search_device", "mnemo_last_error", "mnemo_abi_version",
+                     "mnemo_store_read", "mnemo_records_get", "mnemo_records_destroy", "mnemo_memory_fields_default");
   m.def("configure", &configure, nb::arg("make_error"), nb::arg("numpy"), nb::arg("aligned_empty"));
   m.def("search_host", &search_host, nb::arg("store"), nb::arg("queries"), nb::arg("k"), nb::arg("opts").none(),
         nb::arg("dim"), nb::arg("out_ids").none(), nb::arg("out_scores").none(), nb::arg("strict"),
@@ -504,6 +789,10 @@ NB_MODULE(_mnemo_ext, m) {
   m.def("time_search_host", &time_search_host, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("ids"), nb::arg("scores"), nb::arg("reps"));
   m.def("search_options_layout", &search_options_layout);
+  nb::class_<PackedFields>(m, "_PackedFields").def_prop_ro("address", &PackedFields::address);
+  m.def("pack_fields", &pack_fields, nb::arg("count"), nb::arg("keys").none(), nb::arg("namespaces").none(),
+        nb::arg("tags").none(), nb::arg("attributes").none(), nb::arg("payloads").none());
+  m.def("read_rows", &read_rows, nb::arg("store"), nb::arg("ids"), nb::arg("scores").none(), nb::arg("row_type"));
   // The address of mnemo_abi_version in the libmnemo this module was linked
   // with: equal to the one ctypes loaded when both use one library.
   m.def("library_address", []() { return (uintptr_t)&mnemo_abi_version; });

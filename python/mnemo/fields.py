@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _cdefs
+from . import _cdefs, _native
 from ._lib import check, lib
 from .enums import Status
 from .errors import MnemoTypeError, MnemoValueError
@@ -121,6 +121,7 @@ class FieldRows:
         rows = {name: _rows(v, name, count) for name, v in given.items()}
         self.count = count
         self.array = (_cdefs.MemoryFields * max(count, 1))()
+        self.address = ctypes.addressof(self.array)
         self._keep: List[Any] = []
         size = ctypes.sizeof(_cdefs.MemoryFields)
         for i in range(count):
@@ -171,6 +172,21 @@ class FieldRows:
                 self._keep.append(raw)
                 f.payload = ctypes.cast(ctypes.c_char_p(raw), ctypes.c_void_p).value
             f.payload_bytes = len(raw)
+
+
+def pack_rows(count: int, keys: Any = None, namespaces: Any = None, tags: Any = None,
+              attributes: Any = None, payloads: Any = None) -> Any:
+    """The mnemo_memory_fields [count] of Store.add / update_fields's
+    arguments, as an object whose `address` is the array's (0 for none)
+    and that keeps what it points to alive: packed in one pass by the
+    compiled extension when every entry is of a plain type (list or tuple
+    columns of str, tuples, lists, dicts, int, float, bool, bytes) within
+    the limits, else by FieldRows, which refuses what must be refused."""
+    if _native.AVAILABLE:
+        packed = _native.ext.pack_fields(count, keys, namespaces, tags, attributes, payloads)
+        if packed is not None:
+            return packed
+    return FieldRows(count, keys, namespaces, tags, attributes, payloads)
 
 
 def any_given(*columns: Any) -> bool:

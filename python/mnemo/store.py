@@ -583,13 +583,13 @@ class Store(OwnedHandle):
             v = v.reshape(1, -1)
         check_shape(v, "vectors", (i.shape[0], self.dim))
         if _fields.any_given(keys, namespaces, tags, attributes, payloads):
-            rows = _fields.FieldRows(i.shape[0], keys, namespaces, tags, attributes, payloads)
+            rows = _fields.pack_rows(i.shape[0], keys, namespaces, tags, attributes, payloads)
             t = None if times is None else self._per_id(i, times, "times", np.float64, copy)
             m = None if importance is None else self._per_id(i, importance, "importance",
                                                               np.float32, copy)
             check(lib.mnemo_store_add_with_fields(self.handle, host_ptr(i), host_ptr(v),
                                                   mnemo_dtype(v), i.shape[0], host_ptr(t),
-                                                  host_ptr(m), rows.array))
+                                                  host_ptr(m), rows.address))
             return
         if times is None and importance is None:
             check(lib.mnemo_store_add(self.handle, host_ptr(i), host_ptr(v), mnemo_dtype(v),
@@ -653,8 +653,8 @@ class Store(OwnedHandle):
         MnemoError(MNEMO_E_NOT_FOUND), a key held by another memory
         MNEMO_E_INVALID_ARGUMENT; then nothing changes."""
         i = self._ids(ids)
-        rows = _fields.FieldRows(i.shape[0], keys, namespaces, tags, attributes, payloads)
-        check(lib.mnemo_store_update_fields(self.handle, host_ptr(i), rows.array, i.shape[0]))
+        rows = _fields.pack_rows(i.shape[0], keys, namespaces, tags, attributes, payloads)
+        check(lib.mnemo_store_update_fields(self.handle, host_ptr(i), rows.address, i.shape[0]))
 
     # Reads.
 

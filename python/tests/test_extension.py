@@ -48,6 +48,8 @@ def test_extension_surface() -> None:
         "search_device": "store, queries, nq, k, opts, ids, scores, stream, status, nprobe",
         "time_search_host": "store, queries, nq, k, ids, scores, reps",
         "search_options_layout": "",
+        "pack_fields": "count, keys, namespaces, tags, attributes, payloads",
+        "read_rows": "store, ids, scores, row_type",
         "library_address": "",
     }
     constants = {"ABI_VERSION", "ALIGNMENT", "SEARCH_OPTIONS_SIZE", "C_FUNCTIONS"}

@@ -570,3 +570,55 @@ def test_durable_store_replays_fields(cpu_rt, rng, tmp_path: Path) -> None:
     store.close()
     with mnemo.open_durable(cpu_rt, path) as again:
         model.check(again, gone[:3], gone_keys)
+
+
+def test_packed_fields_match_the_python_packing(cpu_rt, rng, monkeypatch) -> None:
+    """Store.add's fields packed by the extension in one pass and by
+    FieldRows in Python (used for what the extension does not pack: numpy
+    scalars, sets, str subclasses, ...) store the same memories."""
+    from mnemo import _native, fields
+
+    count = 200
+    words = ["a", "é", "日本", "x" * 1024, ""]
+    cols: Dict[str, List[Any]] = {"keys": [], "namespaces": [], "tags": [], "attributes": [],
+                                  "payloads": []}
+    for i in range(count):
+        pick = int(rng.integers(0, 6))
+        cols["keys"].append(None if pick == 0 else f"k{i}" + words[pick % 5][:8])
+        cols["namespaces"].append(None if pick == 1 else tuple(w or "p" for w in words[:pick]))
+        cols["tags"].append(None if pick == 2 else [w for w in words[:pick] if w])
+        cols["attributes"].append(None if pick == 3 else {
+            "i": i - 100, "f": i / 7, "b": bool(i % 2), "s": words[pick % 5], "big": 2**63 - 1,
+            "neg": -(2**63)})
+        cols["payloads"].append(None if pick == 4 else (words[pick % 5] if i % 2 else
+                                                         words[pick % 5].encode()))
+    ids = np.arange(count, dtype=np.uint64)
+    v = vectors(rng, count)
+    fast = mnemo.Store(cpu_rt, DIM)
+    fast.add(ids, v, **cols)
+    assert _native.ext.pack_fields(count, *cols.values()) is not None
+    monkeypatch.setattr(_native, "AVAILABLE", False)
+    slow = mnemo.Store(cpu_rt, DIM)
+    slow.add(ids, v, **cols)
+    assert fast.read(ids) == slow.read(ids)
+    # Updates the same way, clearing with empty values.
+    clear = {"keys": [""] * count, "namespaces": [()] * count, "tags": [[]] * count,
+             "attributes": [{}] * count, "payloads": [b""] * count}
+    slow.update_fields(ids, **clear)
+    monkeypatch.setattr(_native, "AVAILABLE", True)
+    fast.update_fields(ids, **clear)
+    assert fast.read(ids) == slow.read(ids)
+    assert fast.read([0])[0].tags == () and fast.read([0])[0].key is None
+    # Entries the extension leaves to FieldRows: still stored as FieldRows packs them.
+    odd = {"attributes": [{"n": np.int64(3), "x": np.float32(0.5)}], "tags": [{"s", "t"}],
+           "keys": [type("S", (str,), {})("sub")], "payloads": [bytearray(b"ba")]}
+    for name, value in odd.items():
+        assert _native.ext.pack_fields(1, *(value if n == name else None for n in clear)) is None
+    fast.add([500], vectors(rng, 1), **odd)
+    got = fast.read([500])[0]
+    assert (got.attributes, got.tags, got.key, got.payload) == \
+        ({"n": 3, "x": 0.5}, ("s", "t"), "sub", b"ba")
+    # Refusals come from FieldRows, with its messages.
+    with pytest.raises(ValueError, match="NUL"):
+        fast.add([501], vectors(rng, 1), keys=["a\0b"])
+    assert fields.pack_rows(1, keys=["a"]).address != 0
