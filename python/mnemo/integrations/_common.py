@@ -20,8 +20,8 @@ where Python says True == 1).
 
 from __future__ import annotations
 
-import ctypes
 import json
+import json.scanner
 import math
 import threading
 from collections import OrderedDict
@@ -30,13 +30,13 @@ from typing import (Any, Callable, Dict, Hashable, Iterable, List, Mapping, Name
 
 import numpy as np
 
-from .. import _cdefs
-from .._lib import check, lib
+from .. import _cdefs, _native
 from ..arrays import ALIGNMENT, INDICES, host_input
 from ..filters import Filter
 from ..runtime import Runtime
 from ..store import NO_ID, Store
 
+_ext = _native.ext
 MAX_TEXT = _cdefs.MAX_NAME_BYTES  # a string attribute, tag or name
 MAX_KEY = _cdefs.MAX_KEY_BYTES
 LIST_SUFFIX = "\x1f[]"
@@ -84,9 +84,38 @@ def norm(v: Any) -> Any:
     return v
 
 
+# Encoders and a decoder made once (json.dumps with options makes an
+# encoder per call).
+_canon_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+_dumps_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
+
+
 def canon(v: Any) -> str:
     """The canonical JSON of a value (tags of list elements, list equality)."""
-    return json.dumps(norm(v), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _canon_encode(norm(v))
+
+
+def canon_strs(parts: Sequence[Any]) -> str:
+    """canon() of a list of parts (a key of namespace parts and a name),
+    without norm()'s walk when they are all str."""
+    parts = list(parts)
+    for p in parts:
+        if type(p) is not str:
+            return canon(parts)
+    return _canon_encode(parts)
+
+
+def loads(payload: Any) -> Any:
+    """A JSON payload (bytes) or key (str) written by dumps() or canon()
+    (compact: no whitespace around it) as Python objects; anything else
+    through json.loads."""
+    text = payload.decode("utf-8") if type(payload) is bytes else payload
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def element_tag(name: str, v: Any) -> str:
@@ -165,6 +194,29 @@ def project(meta: Optional[Mapping[str, Any]], nested: bool = True,
     attrs: Dict[str, Any] = {}
     tags: List[str] = list(extra_tags)
     if meta:
+        if type(meta) is dict and len(meta) <= 64:
+            # Plain names and short str, int and bool values, the common case,
+            # as _walk takes them; anything else goes through _walk.
+            for k, v in meta.items():
+                t = type(v)
+                if (type(k) is not str or not k or "\\" in k or "." in k or "=" in k
+                        or "\x1f" in k or len(k) * 4 > MAX_TEXT):
+                    break
+                if t is str:
+                    if len(v) * 4 > MAX_TEXT or "\0" in v:
+                        break
+                elif t is int:
+                    if not -(2**63) <= v < 2**63:
+                        break
+                elif t is not bool:
+                    break
+                attrs[k] = v
+            else:
+                if len(tags) > _cdefs.MAX_TAGS:
+                    raise ValueError(f"{len(tags)} tags; a mnemo memory holds at most "
+                                     f"{_cdefs.MAX_TAGS}")
+                return attrs, tags
+            attrs = {}
         _walk(meta, "", attrs, tags, nested)
     if any(len(n) * 4 > MAX_TEXT for n in attrs):
         attrs = {n: v for n, v in attrs.items() if _short(n)}
@@ -179,7 +231,7 @@ def dumps(doc: Any) -> str:
     """The JSON a payload holds; values JSON cannot hold are refused (a
     silent str() would come back as another type)."""
     try:
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        return _dumps_encode(doc)
     except TypeError as exc:
         raise TypeError(f"metadata must be JSON-serialisable to be stored in mnemo: {exc}") from None
 
@@ -363,8 +415,17 @@ class FilterCache:
         return value
 
 
+_KEY_TYPES = (str, int, bool)
+
+
 def filter_key(f: Any) -> Hashable:
-    """A hashable form of a dictionary filter (None for one without)."""
+    """A hashable form of a dictionary filter (None for one without): a
+    flat dict of str, int and bool values as its items with their types
+    (True, 1 and 1.0 are different filters), anything else as its JSON."""
+    if type(f) is dict and len(f) <= 8:
+        key = tuple((k, v.__class__, v) for k, v in f.items())
+        if all(type(k) is str and t in _KEY_TYPES for k, t, _ in key):
+            return key
     try:
         return json.dumps(f, sort_keys=True, default=repr)
     except (TypeError, ValueError):
@@ -400,39 +461,16 @@ class Row(NamedTuple):
 
 def read_rows(store: Store, ids: Any) -> List[Optional[Row]]:
     """Key, namespace, payload and time of each id (None for an id not in
-    the store), read through mnemo_store_read like Store.read, without
-    turning every attribute and tag into Python objects: for a memory with
-    four attributes Store.read takes about 4x as long, which is most of an
-    adapter's time after a search. A Store.read that took the fields to
-    read would replace this."""
-    if not (isinstance(ids, np.ndarray) and ids.dtype == np.uint64 and ids.ndim == 1
+    the store), read through mnemo_store_read like Store.read, in the
+    compiled extension and without turning every attribute and tag into
+    Python objects (for a memory with four attributes Store.read takes
+    about 4x as long)."""
+    if not (type(ids) is np.ndarray and ids.dtype == np.uint64 and ids.ndim == 1
             and ids.flags.c_contiguous and ids.ctypes.data % ALIGNMENT == 0):
         ids = host_input(ids, "ids", [np.uint64], ndim=1, kind=INDICES)
-    n = ids.shape[0]
-    if n == 0:
+    if ids.shape[0] == 0:
         return []
-    records = ctypes.c_void_p()
-    check(lib.mnemo_store_read(store.handle, ids.ctypes.data, n, ctypes.byref(records)))
-    try:
-        out: List[Optional[Row]] = []
-        found, mid, t = ctypes.c_uint32(), ctypes.c_uint64(), ctypes.c_double()
-        f = _cdefs.MemoryFields()
-        f.struct_size = ctypes.sizeof(f)
-        for i in range(n):
-            check(lib.mnemo_records_get(records, i, ctypes.byref(found), ctypes.byref(mid),
-                                        ctypes.byref(f), ctypes.byref(t), None))
-            if not found.value:
-                out.append(None)
-                continue
-            parts = f.namespace_parts
-            out.append(Row(mid.value, f.key.decode("utf-8", "surrogateescape") if f.key else None,
-                           tuple(parts[j].decode("utf-8", "surrogateescape")
-                                 for j in range(f.namespace_depth)),
-                           ctypes.string_at(f.payload, f.payload_bytes) if f.payload_bytes else b"",
-                           t.value))
-        return out
-    finally:
-        lib.mnemo_records_destroy(records)
+    return _ext.read_rows(store.handle, ids, None, Row)
 
 
 # Reading the ids of inexact filters in one go below this many candidates.
@@ -447,11 +485,12 @@ def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
     min(k, matches) come back, as from an exact one."""
     if plan.test is None:
         ids, scores = store.search(query, k, where=plan.where)
-        # Plain list work after the scan, whose reads leave the caches cold.
+        if want_memories:
+            # The hits before the first NO_ID, read in one call of the extension.
+            return _ext.read_rows(store.handle, ids, scores, Row)  # type: ignore[no-any-return]
         idl = ids.tolist()
         n = idl.index(NO_ID) if NO_ID in idl else len(idl)
-        rows = read_rows(store, ids[:n]) if want_memories and n else [None] * n
-        return list(zip(idl[:n], scores.tolist()[:n], rows))
+        return list(zip(idl[:n], scores.tolist()[:n], [None] * n))
     test = plan.test
     total = store.count_where(plan.where)
     if total == 0:
@@ -581,6 +620,8 @@ def as_matrix(vectors: Any, count: int) -> np.ndarray:
 
 
 def as_query(vector: Any) -> np.ndarray:
+    if type(vector) is np.ndarray and vector.dtype == np.float32 and vector.ndim == 1:
+        return vector
     q = np.asarray(vector, dtype=np.float32)
     if q.ndim != 1:
         raise ValueError(f"expected one embedding, got an array of shape {q.shape}")

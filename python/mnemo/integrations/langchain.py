@@ -22,7 +22,6 @@ the same mnemo store. docs/integrations.md has the whole mapping.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -155,13 +154,13 @@ class MnemoVectorStore(VectorStore):
     # Keys and documents.
 
     def _key(self, doc_id: str) -> str:
-        return doc_id if self._ns is None else c.canon([*self._ns, doc_id])
+        return doc_id if self._ns is None else c.canon_strs([*self._ns, doc_id])
 
     def _doc_id(self, key: str) -> str:
-        return key if self._ns is None else json.loads(key)[-1]
+        return key if self._ns is None else c.loads(key)[-1]
 
     def _document(self, m: Any) -> Document:
-        body = json.loads(m.payload)
+        body = c.loads(m.payload)
         return Document(id=self._doc_id(m.key), page_content=body["text"],
                         metadata=body["metadata"])
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import threading
 import time
 from datetime import datetime, timezone
@@ -173,7 +172,7 @@ class MnemoStore(BaseStore):
 
     @staticmethod
     def _key(namespace: Tuple[str, ...], key: str) -> str:
-        return c.canon([*namespace, key])
+        return c.canon_strs([*namespace, key])
 
     def _live(self, now: float) -> Optional[Filter]:
         """Not expired, when expired items are omitted from reads."""
@@ -203,7 +202,7 @@ class MnemoStore(BaseStore):
 
     def _read(self, ids: Any) -> List[Tuple[Any, Dict[str, Any]]]:
         """(row, payload as a dict) of the item records among `ids`."""
-        return [(m, json.loads(m.payload)) for m in c.read_rows(self.store, ids) if m is not None]
+        return [(m, c.loads(m.payload)) for m in c.read_rows(self.store, ids) if m is not None]
 
     @staticmethod
     def _item(m: Any, body: Dict[str, Any], score: Optional[float] = None,
@@ -399,6 +398,7 @@ class MnemoStore(BaseStore):
             removed: List[int] = []
             at = 0
             zero = np.zeros(self.dim, dtype=np.float32)
+            stamp = self._stamp(now)
             for ((ns, key), op), base, key_text in zip(puts.items(), base_ids.tolist(), keys):
                 prev = old_of.get(base)
                 had = max(int(prev["vectors"]), 1) if prev else 0
@@ -413,8 +413,8 @@ class MnemoStore(BaseStore):
                 value = dict(op.value)
                 ttl = op.ttl
                 body = {"key": key, "value": value,
-                        "created_at": prev["created_at"] if prev else self._stamp(now),
-                        "updated_at": self._stamp(now), "ttl": ttl, "vectors": m}
+                        "created_at": prev["created_at"] if prev else stamp,
+                        "updated_at": stamp, "ttl": ttl, "vectors": m}
                 attrs, tag_list = c.project(value, nested=True)
                 extra = [_TTL] if ttl is not None else []
                 expiry = now + float(ttl) * 60.0 if ttl is not None else 0.0

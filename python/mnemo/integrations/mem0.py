@@ -165,11 +165,10 @@ class MnemoVectorStore(VectorStoreBase):
     # Keys and payloads.
 
     def _key(self, vector_id: Any) -> str:
-        return c.canon([self.collection_name, str(vector_id)])
+        return c.canon_strs([self.collection_name, str(vector_id)])
 
     def _output(self, m: Any, score: Optional[float] = None) -> OutputData:
-        import json
-        return OutputData(id=json.loads(m.key)[-1], score=score, payload=json.loads(m.payload))
+        return OutputData(id=c.loads(m.key)[-1], score=score, payload=c.loads(m.payload))
 
     @staticmethod
     def _project(payload: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
@@ -241,7 +240,7 @@ class MnemoVectorStore(VectorStoreBase):
             if vector is not None:
                 if payload is None:
                     import json
-                    payload = json.loads(c.read_rows(store, [mid])[0].payload)
+                    payload = c.loads(c.read_rows(store, [mid])[0].payload)
                 a, t = self._project(payload)
                 store.add([mid], c.as_matrix([vector], 1), payloads=[c.dumps(payload)],
                           attributes=[a], tags=[t])
