@@ -668,19 +668,43 @@ PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_typ
 }
 
 // read_rows(store, ids, scores, row_type): mnemo_store_read of `ids` (a
-// uint64 array, C-contiguous and aligned, as the package's checks leave it).
+// uint64 array, C-contiguous and aligned, as the package's checks leave it,
+// or, without scores, a list of ints).
 // scores None: a row_type or None per id. scores (float32, one per id): the
 // entries before the first NO_ID as (id, score, row_type or None), the form
 // of a search's results.
 nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, nb::handle row_type) {
-  HostArray ids;
-  Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
-  if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
-  if (p) raise_problem(p);
   if (!PyType_Check(row_type.ptr()) || !PyType_IsSubtype((PyTypeObject*)row_type.ptr(), &PyTuple_Type))
     throw nb::type_error("read_rows: row_type must be a tuple type");
-  uint64_t n = ids.size();
-  const uint64_t* id_data = static_cast<const uint64_t*>(ids.data());
+  HostArray ids;
+  uint64_t n = 0;
+  const uint64_t* id_data = nullptr;
+  // A list of ints (without scores): copied into an aligned buffer.
+  std::vector<uint64_t> listed;
+  if (PyList_CheckExact(ids_obj.ptr()) && scores_obj.is_none()) {
+    Py_ssize_t count = PyList_GET_SIZE(ids_obj.ptr());
+    listed.resize((size_t)count + 2);
+    uint64_t* at = listed.data();
+    if ((uintptr_t)at % MNEMO_ALIGNMENT != 0) ++at;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+      PyObject* v = PyList_GET_ITEM(ids_obj.ptr(), i);
+      unsigned long long id = PyLong_CheckExact(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
+      if (id == (unsigned long long)-1) {
+        PyErr_Clear();
+        raise_error(kValue, MNEMO_E_INVALID_ARGUMENT,
+                    "ids[" + std::to_string(i) + "] is not an id (an int below 2^64 - 1)");
+      }
+      at[i] = id;
+    }
+    n = (uint64_t)count;
+    id_data = at;
+  } else {
+    Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
+    if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
+    if (p) raise_problem(p);
+    n = ids.size();
+    id_data = static_cast<const uint64_t*>(ids.data());
+  }
   HostArray scores;
   const float* score_data = nullptr;
   if (!scores_obj.is_none()) {

@@ -465,12 +465,14 @@ def read_rows(store: Store, ids: Any) -> List[Optional[Row]]:
     compiled extension and without turning every attribute and tag into
     Python objects (for a memory with four attributes Store.read takes
     about 4x as long)."""
-    if not (type(ids) is np.ndarray and ids.dtype == np.uint64 and ids.ndim == 1
-            and ids.flags.c_contiguous and ids.ctypes.data % ALIGNMENT == 0):
-        ids = host_input(ids, "ids", [np.uint64], ndim=1, kind=INDICES)
-    if ids.shape[0] == 0:
-        return []
-    return _ext.read_rows(store.handle, ids, None, Row)
+    if type(ids) is list:
+        if all(type(i) is int and 0 <= i < NO_ID for i in ids):
+            return _ext.read_rows(store.handle, ids, None, Row)  # type: ignore[no-any-return]
+    elif (type(ids) is np.ndarray and ids.dtype == np.uint64 and ids.ndim == 1
+          and ids.flags.c_contiguous and ids.ctypes.data % ALIGNMENT == 0):
+        return _ext.read_rows(store.handle, ids, None, Row) if ids.shape[0] else []
+    ids = host_input(ids, "ids", [np.uint64], ndim=1, kind=INDICES)
+    return _ext.read_rows(store.handle, ids, None, Row) if ids.shape[0] else []
 
 
 # Reading the ids of inexact filters in one go below this many candidates.

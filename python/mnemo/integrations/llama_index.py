@@ -203,7 +203,8 @@ class MnemoVectorStore(BasePydanticVectorStore):
 
     def _plan(self, node_ids: Optional[Sequence[str]], filters: Optional[MetadataFilters],
               doc_ids: Optional[Sequence[str]] = None) -> c.Plan:
-        key = (c.filter_key(filters.model_dump() if filters is not None else None),
+        # The filters' JSON (pydantic's, in Rust) tells values of each type apart.
+        key = (None if filters is None else filters.model_dump_json(),
                None if node_ids is None else tuple(node_ids),
                None if doc_ids is None else tuple(doc_ids))
         parts = []
