@@ -20,6 +20,7 @@ where Python says True == 1).
 
 from __future__ import annotations
 
+import itertools
 import json
 import json.scanner
 import math
@@ -611,9 +612,26 @@ class Backing:
         return ids, existed
 
 
+def _from_lists(rows: List[Any]) -> Optional[np.ndarray]:
+    """float32 [len(rows), dim] of equally long lists of floats (numpy's
+    fromiter takes them about 1.5x as fast as asarray), or None."""
+    dim = len(rows[0])
+    if not dim or not all(type(r) is list and len(r) == dim for r in rows):
+        return None
+    try:
+        return np.fromiter(itertools.chain.from_iterable(rows), np.float32,
+                           len(rows) * dim).reshape(len(rows), dim)
+    except (TypeError, ValueError):
+        return None
+
+
 def as_matrix(vectors: Any, count: int) -> np.ndarray:
     """Embeddings as a float32 [count, dim] array."""
-    arr = np.asarray(vectors, dtype=np.float32)
+    arr = None
+    if type(vectors) is list and vectors and type(vectors[0]) is list:
+        arr = _from_lists(vectors)
+    if arr is None:
+        arr = np.asarray(vectors, dtype=np.float32)
     if arr.ndim == 1 and count == 1:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2 or arr.shape[0] != count:
@@ -624,6 +642,11 @@ def as_matrix(vectors: Any, count: int) -> np.ndarray:
 def as_query(vector: Any) -> np.ndarray:
     if type(vector) is np.ndarray and vector.dtype == np.float32 and vector.ndim == 1:
         return vector
+    if type(vector) is list and vector and type(vector[0]) is float:
+        try:
+            return np.fromiter(vector, np.float32, len(vector))
+        except (TypeError, ValueError):
+            pass
     q = np.asarray(vector, dtype=np.float32)
     if q.ndim != 1:
         raise ValueError(f"expected one embedding, got an array of shape {q.shape}")
