@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "filter_program.h"
 #include "tensor.h"
 
 namespace mnemo {
 
 // Bumped whenever this interface or the argument structs change; the loader
 // refuses a module built against another value.
-constexpr int32_t kModuleInterfaceVersion = 7;
+constexpr int32_t kModuleInterfaceVersion = 8;
 
 enum class BackendKind : int32_t { automatic = 0, cpu = 1, cuda = 2 };
 // The operations, for backends that implement only some of them.
@@ -103,6 +104,13 @@ class StoreMirror {
   virtual void update(const StoreView& view, uint64_t first, uint64_t count) = 0;
   // Device memory this mirror holds, for store statistics; 0 when unknown.
   virtual uint64_t device_bytes() const { return 0; }
+  // Whether the backend evaluates filter programs over this mirror
+  // (SearchArgs::programs) for searches of k results, and the version of
+  // the field columns it holds (0: none). update_fields replaces them; it
+  // is called under the store's read lock, serialised by the store.
+  virtual bool evaluates_filters(uint64_t /*k*/) const { return false; }
+  virtual uint64_t fields_version() const { return 0; }
+  virtual void update_fields(const FieldColumns& /*columns*/) {}
 };
 
 // What a normalised activation search needs to know of one query's
@@ -168,6 +176,10 @@ struct SearchArgs {
   const IvfProbe* probe = nullptr;  // null: every slot is a candidate
   // Per-query candidate slots (no probe, no normalised activation), or null.
   const SlotLists* lists = nullptr;
+  // Per-query filter programs over the mirror's field columns (no probe, no
+  // normalised activation, a mirror that evaluates_filters()), or null:
+  // each query reads just the driver slots its program passes.
+  const FilterPrograms* programs = nullptr;
 };
 
 // Memory a backend holds a copy of (list offsets on a device).

@@ -507,7 +507,7 @@ void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const S
 
 void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow_ptr,
                           const RankOptions& rank, bool on_home, uint64_t* out_ids, float* out_scores,
-                          const Placement& place, const SlotLists* lists) const {
+                          const Placement& place, const SlotLists* lists, const FilterPrograms* programs) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
   SearchArgs a;
@@ -526,8 +526,9 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   a.ids = out_ids;
   a.scores = out_scores;
   a.lists = lists;
+  a.programs = programs;
   IvfProbe probe;
-  if (!lists && index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist()) {
+  if (!lists && !programs && index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist()) {
     probe.centroids = &index_->coarse->view();
     probe.centroid_mirror = on_home ? index_->coarse->mirror() : nullptr;
     probe.offsets = index_->offsets.data();
@@ -650,6 +651,8 @@ StoreStats Store::stats() const {
     st.device_bytes += part.device_bytes;
     st.shard_vectors.push_back(part.vectors);
   }
+  st.filtered_on_device = filtered_on_device_.load(std::memory_order_relaxed);
+  st.filtered_on_host = filtered_on_host_.load(std::memory_order_relaxed);
   st.durable = journal_ != nullptr;
   if (journal_) {
     st.journal_records = journal_->records();

@@ -25,6 +25,7 @@
 #include "ivf/ivf_index.h"
 #include "meta/fields.h"
 #include "meta/filter.h"
+#include "meta/filter_program_build.h"
 #include "meta/namespaces.h"
 #include "meta/slot_postings.h"
 #include "meta/string_pool.h"
@@ -83,6 +84,7 @@ struct FilterPlan {
   uint64_t widened = 0;        // indexed searches redone over more lists
   uint64_t listed = 0;         // queries that read only their matches
   uint64_t post_filtered = 0;  // query groups answered from an unfiltered search
+  uint64_t on_device = 0;      // queries whose filters the store's device evaluated
   // Wall times (ms): the whole call, and its backend searches by plan.
   double total_ms = 0, post_search_ms = 0, list_search_ms = 0, masked_ms = 0;
 };
@@ -121,7 +123,8 @@ struct StoreStats {
   uint64_t vectors, tombstones, slots, host_bytes, device_bytes;
   bool durable;
   uint64_t journal_records, journal_bytes, seq;
-  std::vector<uint64_t> shard_vectors;  // live vectors per shard (one entry unsharded)
+  std::vector<uint64_t> shard_vectors;                    // live vectors per shard (one entry unsharded)
+  uint64_t filtered_on_device = 0, filtered_on_host = 0;  // filtered queries by where evaluated
 };
 
 class Store {
@@ -258,7 +261,14 @@ class Store {
   // (on_home) or the CPU, without taking the lock (the caller holds it).
   void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, const RankOptions& rank,
                      bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{},
-                     const SlotLists* lists = nullptr) const;
+                     const SlotLists* lists = nullptr, const FilterPrograms* programs = nullptr) const;
+  // The filtered search of queries whose groups' programs the store's
+  // device evaluates (store_fields.cpp): the mirror's field columns are
+  // brought up to date first. False, having done nothing, where a filter
+  // is too deep for a program.
+  bool search_programs_locked(const float* queries, uint64_t nq, uint64_t k, const Filter* where,
+                              const Filter* const* each, const std::vector<uint64_t>& picked, const RankOptions& rank,
+                              uint64_t* out_ids, float* out_scores, const Placement& place) const;
   // The live slots of this (unsharded) store that pass `where`, `each` and
   // the caller's ids or bitmap filter.
   Roaring matches_locked(const Filter* where, const Filter* each, const SearchFilter& legacy) const;
@@ -343,6 +353,11 @@ class Store {
   std::shared_ptr<FieldTables> tables_;
   std::vector<std::unique_ptr<Record>> recs_;
   SlotPostings postings_;
+  // Where the mirror evaluates filters: the posting lists' numbers in the
+  // columns it holds (under columns_mu_: searches share the read lock).
+  mutable std::mutex columns_mu_;
+  mutable ColumnDirectory columns_;
+  mutable std::atomic<uint64_t> filtered_on_device_{0}, filtered_on_host_{0};
   bool shard_ = false;
   mutable std::mutex plan_mu_;
   mutable FilterPlan plan_;

@@ -398,7 +398,13 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     ++plan.widened;
   };
   const bool lists_ok = shards_.empty() && !place.on_device && !rank.act.normalize;
-  const bool post_ok = !place.on_device && !rank.act.normalize && k <= kPostMax / kPostWant;
+  // MNEMO_FILTER_POST=0 turns the post-filter off (for measuring the plans
+  // it would take from).
+  static const bool post_on = [] {
+    const char* v = std::getenv("MNEMO_FILTER_POST");
+    return !(v && *v == '0');
+  }();
+  const bool post_ok = post_on && !place.on_device && !rank.act.normalize && k <= kPostMax / kPostWant;
   // Queries in a row naming the same filter form a group (one evaluation).
   struct Group {
     uint64_t q0, q1;
@@ -507,6 +513,25 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         groups.push_back(Group{broad[b].q0, broad[b].q1, broad[b].mine});
     }
   }
+  // A store whose device evaluates filters: the groups left go there, each
+  // reading the driver slots its program passes (no host work per match).
+  const bool device_ok = shards_.empty() && !place.on_device && filter.kind == FilterKind::none &&
+                         !rank.act.normalize && mirror_ && mirror_->evaluates_filters(k) &&
+                         (place.on_device || &rt_.pick(Op::search, std::max<uint64_t>(total, 1) * row_bytes_) == home_);
+  if (device_ok && !groups.empty()) {
+    std::vector<uint64_t> picked;
+    for (const Group& g : groups)
+      for (uint64_t q = g.q0; q < g.q1; ++q) picked.push_back(q);
+    std::sort(picked.begin(), picked.end());
+    const auto t0 = Clock::now();
+    if (search_programs_locked(queries, nq, k, filter.where, filter.each, picked, rank, out_ids, out_scores, place)) {
+      plan.list_search_ms += ms_since(t0);
+      ++plan.searches;
+      plan.listed += picked.size();
+      plan.on_device += picked.size();
+      groups.clear();
+    }
+  }
   // The selective plan (one store, host buffers, no normalised ranking):
   // queries whose filters match few memories read just those, in one
   // backend search for all of them. Each group's filter is evaluated on
@@ -603,6 +628,8 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     }
   }
   plan.total_ms = ms_since(t_start);
+  filtered_on_device_.fetch_add(plan.on_device, std::memory_order_relaxed);
+  filtered_on_host_.fetch_add(nq - plan.on_device, std::memory_order_relaxed);
   // MNEMO_FILTER_TRACE=1: each filtered call's plan and times on stderr
   // (for measuring where a filtered search spends its time).
   static const bool trace = [] {
@@ -611,14 +638,53 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   }();
   if (trace)
     std::fprintf(stderr,
-                 "mnemo filter: %llu queries, %llu post-filtered groups, %llu listed queries, %llu searches, "
-                 "matches %llu; total %.3f ms, post search %.3f ms, list search %.3f ms, masked %.3f ms\n",
+                 "mnemo filter: %llu queries, %llu post-filtered groups, %llu listed queries (%llu on the device), "
+                 "%llu searches, matches %llu; total %.3f ms, post search %.3f ms, list search %.3f ms, masked %.3f "
+                 "ms\n",
                  static_cast<unsigned long long>(nq), static_cast<unsigned long long>(plan.post_filtered),
-                 static_cast<unsigned long long>(plan.listed), static_cast<unsigned long long>(plan.searches),
-                 static_cast<unsigned long long>(plan.matches), plan.total_ms, plan.post_search_ms, plan.list_search_ms,
-                 plan.masked_ms);
+                 static_cast<unsigned long long>(plan.listed), static_cast<unsigned long long>(plan.on_device),
+                 static_cast<unsigned long long>(plan.searches), static_cast<unsigned long long>(plan.matches),
+                 plan.total_ms, plan.post_search_ms, plan.list_search_ms, plan.masked_ms);
   std::lock_guard<std::mutex> g(plan_mu_);
   plan_ = plan;
+}
+
+bool Store::search_programs_locked(const float* queries, uint64_t nq, uint64_t k, const Filter* where,
+                                   const Filter* const* each, const std::vector<uint64_t>& picked,
+                                   const RankOptions& rank, uint64_t* out_ids, float* out_scores,
+                                   const Placement& place) const {
+  const uint64_t n = picked.size();
+  if (place.on_device && n != nq) return false;  // device buffers are searched whole
+  FilterPrograms progs;
+  progs.group_of.resize(n);
+  {
+    std::lock_guard<std::mutex> g(columns_mu_);
+    if (mirror_->fields_version() != postings_.version() || columns_.version != postings_.version()) {
+      const FieldColumns c = build_columns(recs_, slot_ids_.data(), slot_ids_.size(), postings_, columns_);
+      mirror_->update_fields(c);
+    }
+    // Queries in a row naming the same filter share a program.
+    const FilterScope sc = scope_locked();
+    for (uint64_t i = 0; i < n; ++i) {
+      const Filter* mine = each ? each[picked[i]] : nullptr;
+      const bool same = i > 0 && picked[i] == picked[i - 1] + 1 && (each ? each[picked[i - 1]] : nullptr) == mine;
+      if (!same && !append_program(where, mine, sc, columns_, progs)) return false;
+      progs.group_of[i] = static_cast<uint32_t>(progs.groups() - 1);
+    }
+  }
+  // Every query, in order: then the queries and outputs are the caller's own.
+  const bool all = n == nq;
+  std::vector<float> q(all ? 0 : n * dim_), sc(all ? 0 : n * k);
+  std::vector<uint64_t> ids(all ? 0 : n * k);
+  for (uint64_t i = 0; !all && i < n; ++i)
+    std::copy(queries + picked[i] * dim_, queries + (picked[i] + 1) * dim_, q.begin() + i * dim_);
+  search_locked(all ? queries : q.data(), n, k, nullptr, rank, true, all ? out_ids : ids.data(),
+                all ? out_scores : sc.data(), place, nullptr, &progs);
+  for (uint64_t i = 0; !all && i < n; ++i) {
+    std::copy(ids.begin() + i * k, ids.begin() + (i + 1) * k, out_ids + picked[i] * k);
+    std::copy(sc.begin() + i * k, sc.begin() + (i + 1) * k, out_scores + picked[i] * k);
+  }
+  return true;
 }
 
 }  // namespace mnemo

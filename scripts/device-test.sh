@@ -228,8 +228,9 @@ run() {
       "--gtest_filter=$f:*n700_q2_k2048*:*SampledBoundOnShortRows/F16_Cosine_plain:GpuSearchTies.RowsAtTheSampledBound*" &&
     compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
   # The GPU merge of sharded results, called directly.
-  # A filter's selective plan: the span scan over per-query tables.
-  bg_step "memcheck + racecheck (filtered plans)" 400 bash -c 'f="GpuFields.FilteredSearchesMatchTheModel:GpuFields.EachQueryItsOwnFilter:GpuFields.BiasAndActivationOnTheSelectivePlan"
+  # Filters on the device: the programs' count and write passes, the span
+  # scan over per-query tables, and the host's lists past the programs.
+  bg_step "memcheck + racecheck (filtered plans)" 400 bash -c 'f="GpuFields.FilteredSearchesMatchTheModel:GpuFields.EachQueryItsOwnFilter:GpuFields.BiasAndActivationOnTheSelectivePlan:GpuFields.NumbersCompareExactlyOnTheDevice:GpuFields.FiltersTooDeepForAProgramStayCorrect"
     compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f" &&
     compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
   bg_step "memcheck + racecheck (part merge)" 300 bash -c 'compute-sanitizer --tool memcheck --error-exitcode 3 \

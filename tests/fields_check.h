@@ -272,24 +272,24 @@ struct Fixture {
   uint64_t dim;
 };
 
-// Adds n random memories with random fields to a new store on `rt`.
-inline Fixture make_fixture(std::mt19937_64& g, uint64_t n, uint64_t dim, mnemo_runtime* rt) {
-  Fixture fx;
-  fx.dim = dim;
-  fx.store = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, rt);
+// Writes memories with random vectors and fields under `ids` (an add, or
+// an upsert replacing every field of an id the store holds) and makes the
+// model follow. Keys are drawn from the id, so they stay unique.
+inline void add_random(Fixture& fx, std::mt19937_64& g, const std::vector<uint64_t>& ids_in) {
+  const uint64_t n = ids_in.size(), dim = fx.dim;
   mt::Buf<uint64_t> ids(n);
   mt::Buf<float> vecs(n * dim);
   mt::Buf<double> times(n);
   mt::Buf<float> imp(n);
-  fx.mems.resize(n);
+  std::vector<Mem> mems(n);
   // Owned strings and the C views into them, per memory.
   std::vector<std::vector<const char*>> ns_c(n), tags_c(n);
   std::vector<std::vector<std::string>> tag_s(n), val_s(n);
   std::vector<std::vector<mnemo_attribute>> attrs_c(n);
   std::vector<mnemo_memory_fields> fields(n, mnemo_memory_fields_default());
   for (uint64_t i = 0; i < n; ++i) {
-    Mem& m = fx.mems[i];
-    m.id = 1000 + i * 7 + g() % 5;
+    Mem& m = mems[i];
+    m.id = ids_in[i];
     ids[i] = m.id;
     for (uint64_t d = 0; d < dim; ++d) {
       vecs[i * dim + d] = mt::rand_nonzero(g);
@@ -330,6 +330,25 @@ inline Fixture make_fixture(std::mt19937_64& g, uint64_t n, uint64_t dim, mnemo_
                                         imp.data(), fields.data()),
             MNEMO_OK)
       << mnemo_last_error();
+  std::map<uint64_t, size_t> at;
+  for (size_t i = 0; i < fx.mems.size(); ++i) at[fx.mems[i].id] = i;
+  for (Mem& m : mems) {
+    auto it = at.find(m.id);
+    if (it != at.end())
+      fx.mems[it->second] = std::move(m);
+    else
+      fx.mems.push_back(std::move(m));
+  }
+}
+
+// Adds n random memories with random fields to a new store on `rt`.
+inline Fixture make_fixture(std::mt19937_64& g, uint64_t n, uint64_t dim, mnemo_runtime* rt) {
+  Fixture fx;
+  fx.dim = dim;
+  fx.store = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, rt);
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = 1000 + i * 7 + g() % 5;
+  add_random(fx, g, ids);
   return fx;
 }
 
@@ -369,6 +388,84 @@ inline void check_search(const Fixture& fx, const std::vector<const Node*>& per_
     }
     EXPECT_TRUE(mt::check_topk(MNEMO_METRIC_COSINE, cands, k, ids.data() + j * k, scores.data() + j * k))
         << "query " << j << " of " << nq << ", " << cands.size() << " candidates";
+  }
+}
+
+// Numbers compare exactly across int64 and double, at the edges where a
+// rounding comparison would err (2^53 + 1 against 2^53, int64's ends
+// against +-2^63): each filtered search returns exactly the expected set.
+inline void check_exact_numbers(mnemo_runtime* rt) {
+  const uint64_t dim = 8, n = 9;
+  mt::StorePtr store = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_COSINE, rt);
+  const std::vector<Val> vals = {int64_t{9007199254740993},
+                                 9007199254740992.0,
+                                 INT64_MAX,
+                                 9223372036854775808.0,
+                                 INT64_MIN,
+                                 -9223372036854775808.0,
+                                 -0.5,
+                                 int64_t{0},
+                                 int64_t{-1}};
+  auto g = mt::rng_for_test();
+  mt::Buf<uint64_t> ids(n);
+  mt::Buf<float> vecs(n * dim);
+  std::vector<mnemo_attribute> attrs(n);
+  std::vector<mnemo_memory_fields> fields(n, mnemo_memory_fields_default());
+  for (uint64_t i = 0; i < n; ++i) {
+    ids[i] = i + 1;
+    for (uint64_t d = 0; d < dim; ++d) vecs[i * dim + d] = mt::rand_nonzero(g);
+    attrs[i].name = "big";
+    attrs[i].value = c_value(vals[i]);
+    fields[i].set = MNEMO_FIELD_ATTRIBUTES;
+    fields[i].attributes = &attrs[i];
+    fields[i].attribute_count = 1;
+  }
+  ASSERT_EQ(mnemo_store_add_with_fields(store.get(), ids.data(), vecs.data(), MNEMO_DTYPE_F32, n, nullptr, nullptr,
+                                        fields.data()),
+            MNEMO_OK)
+      << mnemo_last_error();
+  // Memories without the attribute make every filter selective (no
+  // post-filter of a broad one: the scan's own evaluation is tested).
+  const uint64_t filler = 300;
+  mt::Buf<uint64_t> more(filler);
+  mt::Buf<float> mv(filler * dim);
+  for (uint64_t i = 0; i < filler; ++i) {
+    more[i] = 1000 + i;
+    for (uint64_t d = 0; d < dim; ++d) mv[i * dim + d] = mt::rand_nonzero(g);
+  }
+  ASSERT_EQ(mnemo_store_add(store.get(), more.data(), mv.data(), MNEMO_DTYPE_F32, filler), MNEMO_OK);
+  struct Case {
+    int32_t op;
+    std::vector<Val> operands;
+    std::vector<uint64_t> want;
+  };
+  const std::vector<Case> cases = {
+      {MNEMO_OP_EQ, {9007199254740992.0}, {2}},        {MNEMO_OP_EQ, {int64_t{9007199254740993}}, {1}},
+      {MNEMO_OP_GT, {9007199254740992.0}, {1, 3, 4}},  {MNEMO_OP_LT, {INT64_MAX}, {1, 2, 5, 6, 7, 8, 9}},
+      {MNEMO_OP_GE, {9223372036854775808.0}, {4}},     {MNEMO_OP_EQ, {INT64_MIN}, {5, 6}},
+      {MNEMO_OP_BETWEEN, {-0.75, int64_t{0}}, {7, 8}}, {MNEMO_OP_LT, {-0.5}, {5, 6, 9}},
+      {MNEMO_OP_BETWEEN, {int64_t{-1}, -0.5}, {7, 9}}, {MNEMO_OP_NE, {int64_t{0}}, {1, 2, 3, 4, 5, 6, 7, 9}},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    Node node;
+    node.kind = Node::attr;
+    node.name = "big";
+    node.op = cases[c].op;
+    node.vals = cases[c].operands;
+    FilterPtr f(node);
+    mnemo_search_options o = mnemo_search_options_default();
+    o.where = f.f;
+    const uint64_t k = 12;
+    mt::Buf<float> q(dim);
+    for (uint64_t d = 0; d < dim; ++d) q[d] = mt::rand_nonzero(g);
+    mt::Buf<uint64_t> out(k);
+    mt::Buf<float> scores(k);
+    ASSERT_EQ(mnemo_store_search(store.get(), q.data(), 1, k, &o, out.data(), scores.data()), MNEMO_OK)
+        << mnemo_last_error();
+    std::vector<uint64_t> got;
+    for (uint64_t j = 0; j < k && out[j] != MNEMO_NO_ID; ++j) got.push_back(out[j]);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, cases[c].want) << "case " << c;
   }
 }
 

@@ -429,4 +429,6 @@ TEST(Fields, ARepeatedIdTakesItsLastEntryAlone) {
   mnemo_records_destroy(rec);
 }
 
+TEST(Fields, NumbersCompareExactlyAcrossKinds) { check_exact_numbers(mt::rt()); }
+
 }  // namespace

@@ -834,6 +834,13 @@ typedef struct mnemo_store_statistics {
   uint32_t shards;                          /* shards of the store; 1 = unsharded */
   uint32_t reserved1;                       /* zero */
   uint64_t shard_vectors[MNEMO_MAX_SHARDS]; /* live vectors of each shard */
+  /* Filtered searches since the store was made or opened (absent from a
+     struct_size that ends before them): queries whose filter the store's
+     GPU evaluated (mnemo_search_options.where / where_each on a store the
+     GPU holds, host buffers, k <= 256), and queries whose filter was
+     evaluated on the host. */
+  uint64_t filtered_on_device;
+  uint64_t filtered_on_host;
 } mnemo_store_statistics;
 
 /* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).

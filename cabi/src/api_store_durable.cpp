@@ -88,6 +88,8 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
     o.shards = static_cast<uint32_t>(st.shard_vectors.size());
     for (size_t i = 0; i < st.shard_vectors.size() && i < MNEMO_MAX_SHARDS; ++i)
       o.shard_vectors[i] = st.shard_vectors[i];
+    o.filtered_on_device = st.filtered_on_device;
+    o.filtered_on_host = st.filtered_on_host;
     // Only the prefix both this library and the caller know.
     std::memcpy(out, &o, std::min<size_t>(out->struct_size, sizeof o));
   });

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "number_order.h"
+
 namespace mnemo {
 
 namespace {
@@ -17,6 +19,7 @@ SlotPostings::Kind kind_of(ValueType t) {
 }  // namespace
 
 void SlotPostings::add(uint32_t slot, const Record& r) {
+  ++version_;
   for (uint32_t t : r.tags) tags_[t].add(slot);
   if (r.ns) {
     ns_[r.ns].add(slot);
@@ -36,6 +39,7 @@ void SlotPostings::add(uint32_t slot, const Record& r) {
 }
 
 void SlotPostings::remove(uint32_t slot, const Record& r) {
+  ++version_;
   for (uint32_t t : r.tags) tags_[t].remove(slot);
   if (r.ns) {
     ns_[r.ns].remove(slot);
@@ -55,6 +59,7 @@ void SlotPostings::remove(uint32_t slot, const Record& r) {
 }
 
 void SlotPostings::clear() {
+  ++version_;
   tags_.clear();
   ns_.clear();
   has_.clear();
@@ -62,6 +67,31 @@ void SlotPostings::clear() {
   flags_.clear();
   numbers_.clear();
   any_ns_ = Roaring();
+}
+
+void SlotPostings::flatten(ListNumbers& lists, std::vector<uint64_t>& at, std::vector<uint32_t>& slots) const {
+  lists = ListNumbers{};
+  at.assign(1, 0);
+  uint64_t total = 0;
+  auto count = [&](const auto& m) {
+    for (const auto& [k, set] : m) total += set.cardinality();
+  };
+  count(tags_), count(ns_), count(has_), count(text_), count(flags_);
+  slots.resize(total);
+  auto put = [&](std::unordered_map<uint64_t, uint32_t>& numbers, const auto& m) {
+    for (const auto& [k, set] : m) {
+      if (set.isEmpty()) continue;
+      numbers.emplace(k, static_cast<uint32_t>(at.size() - 1));
+      set.toUint32Array(slots.data() + at.back());
+      at.push_back(at.back() + set.cardinality());
+    }
+  };
+  put(lists.tag, tags_);
+  put(lists.ns, ns_);
+  put(lists.has, has_);
+  put(lists.text, text_);
+  put(lists.flag, flags_);
+  slots.resize(at.back());
 }
 
 std::vector<uint32_t> SlotPostings::text_values(uint32_t name) const {
@@ -72,11 +102,7 @@ std::vector<uint32_t> SlotPostings::text_values(uint32_t name) const {
 }
 
 int compare_numbers(const ValueIn& a, const ValueIn& b) {
-  // long double holds every int64 and every double exactly (x86's 64-bit
-  // significand), so mixed comparisons are exact.
-  const long double x = a.type == ValueType::i64 ? static_cast<long double>(a.i) : a.d;
-  const long double y = b.type == ValueType::i64 ? static_cast<long double>(b.i) : b.d;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return order_numbers(a.type == ValueType::i64, a.i, a.d, b.type == ValueType::i64, b.i, b.d);
 }
 
 namespace {

@@ -46,6 +46,18 @@ class SlotPostings {
   const std::unordered_map<uint32_t, Roaring>& namespaces() const { return ns_; }
   // The string values (pool ids) an attribute holds.
   std::vector<uint32_t> text_values(uint32_t name) const;
+  // Changes with every add, remove and clear (never 0).
+  uint64_t version() const { return version_; }
+  // Every non-empty set end to end (slots ascending within each) into
+  // at / slots, and each set's number by the key that finds it here (tag
+  // and namespace ids; has_key, value_key): what a backend evaluating
+  // filters reads its drivers from.
+  struct ListNumbers {
+    std::unordered_map<uint64_t, uint32_t> tag, ns, has, text, flag;
+  };
+  void flatten(ListNumbers& lists, std::vector<uint64_t>& at, std::vector<uint32_t>& slots) const;
+  static uint64_t has_key(uint32_t name, Kind kind) { return key(name, kind); }
+  static uint64_t value_key(uint32_t name, uint32_t v) { return key(name, v); }
 
  private:
   static uint64_t key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
@@ -65,6 +77,7 @@ class SlotPostings {
   std::unordered_map<uint64_t, Roaring> has_, text_, flags_;
   std::unordered_map<uint32_t, Numbers> numbers_;
   Roaring any_ns_;
+  uint64_t version_ = 1;
 };
 
 // Exact comparison of two numbers that may be int64 or double (-1, 0, 1).

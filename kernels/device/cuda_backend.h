@@ -61,6 +61,8 @@ class CudaBackend final : public Backend {
  private:
   // A filter's selective plan (list_search.cu): host buffers, lists given.
   void search_lists(const SearchArgs& a);
+  // Filters evaluated on the device (program_search.cu): host buffers.
+  void search_programs(const SearchArgs& a);
 
   BackendConfig cfg_;
   std::string description_;

@@ -34,8 +34,23 @@ class DeviceStore final : public StoreMirror {
   uint64_t slots() const { return slots_; }
   // Device memory held for this store (capacity, not just live slots).
   uint64_t device_bytes() const override {
-    return vectors_.size() + ids_.size() + norms_.size() + biases_.size() + times_.size() + importance_.size();
+    return vectors_.size() + ids_.size() + norms_.size() + biases_.size() + times_.size() + importance_.size() +
+           fields_.bytes();
   }
+
+  // Filter programs (program_search.cu): the store's field columns on the
+  // device. Lists of up to kSmallKMax results (the span scan's).
+  bool evaluates_filters(uint64_t k) const override;
+  uint64_t fields_version() const override { return fields_.version; }
+  void update_fields(const FieldColumns& c) override;
+  struct Fields {
+    uint64_t version = 0, slots = 0;
+    DeviceBuffer tag_at, tags, ns, attr_at, attrs, list_at, lists;
+    uint64_t bytes() const {
+      return tag_at.size() + tags.size() + ns.size() + attr_at.size() + attrs.size() + list_at.size() + lists.size();
+    }
+  };
+  const Fields& fields() const { return fields_; }
 
  private:
   void grow(uint64_t slots, ExecContext& ctx);
@@ -52,6 +67,7 @@ class DeviceStore final : public StoreMirror {
   size_t esz_;
   uint64_t slots_ = 0, cap_ = 0;
   DeviceBuffer vectors_, ids_, norms_, biases_, times_, importance_;
+  Fields fields_;
   mutable std::mutex readers_mu_;
   mutable std::vector<cudaEvent_t> readers_, spare_;  // recorded / free events
   PinnedBuffer stage_[2];

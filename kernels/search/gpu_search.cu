@@ -476,6 +476,11 @@ void CudaBackend::search(const SearchArgs& a) {
       fail(Code::internal, "CUDA list search: host buffers, no index, no normalised activation");
     return search_lists(a);
   }
+  if (a.programs) {
+    if (a.place.on_device || a.probe || (a.act.on && a.act.normalize) || !ds->evaluates_filters(a.k))
+      fail(Code::internal, "CUDA filter programs: host buffers, no index, no normalised activation, k <= 256");
+    return search_programs(a);
+  }
   auto ctx = pool_.acquire();
   const bool dev = a.place.on_device;
   cudaStream_t st = dev ? static_cast<cudaStream_t>(a.place.stream) : ctx->stream;

@@ -14,9 +14,80 @@
 #include "device/device_store.h"
 #include "scan/scan_tail.cuh"
 #include "search/ivf_search.h"
+#include "search/list_scan.h"
 #include "search/search_kernels.h"
 
 namespace mnemo::cuda {
+
+StoreRef list_store_ref(const DeviceStore& ds, const StoreView& v, const SearchArgs& a) {
+  StoreRef s{ds.vectors(),
+             v.dtype,
+             ds.ld(),
+             static_cast<uint32_t>(v.dim),
+             static_cast<uint32_t>(v.slots),
+             ds.ids(),
+             ds.norms(),
+             ds.biases(),
+             nullptr,
+             a.apply_bias,
+             v.metric == Metric::l2sq  ? KeyMetric::l2
+             : v.metric == Metric::dot ? KeyMetric::dot
+                                       : KeyMetric::cosine,
+             false};
+  s.times = ds.times();
+  s.importance = ds.importance();
+  if (a.act.on) {
+    s.act = true;
+    s.w_rel = a.act.w_rel;
+    s.w_rec = a.act.w_rec;
+    s.w_imp = a.act.w_imp;
+    s.now = a.act.now;
+    s.inv_half_life = 1.0 / a.act.half_life;
+  }
+  return s;
+}
+
+void launch_list_scan(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn,
+                      uint64_t nq, uint64_t k, const uint32_t* slots, const uint2* bounds, uint32_t longest,
+                      int sm_count, uint64_t workspace, uint64_t* ids, float* scores) {
+  if (nq == 0) return;
+  const uint32_t kc = ivf_list_length(longest, k);
+  const auto sms = static_cast<unsigned>(sm_count);
+  // Blocks per query from the longest list (four rows a warp at least),
+  // fewer where many queries fill the machine, but never so few that the
+  // longest list alone holds a block to more than kRowsPerBlock rows: lists
+  // differ by decades, and one block reading a long one would finish last.
+  constexpr unsigned kRowsPerBlock = 32768;
+  const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
+  const unsigned spread = std::max(ceil_div(4ull * sms, nq), ceil_div(longest, kRowsPerBlock));
+  const unsigned blocks = std::max(1u, std::min(by_rows, spread));
+  // Query chunks whose candidate lists fit half the workspace.
+  const uint64_t budget = std::max<uint64_t>(workspace, 64ull << 20);
+  auto bytes_for = [&](uint64_t c) { return c * blocks * kc * sizeof(Cand) + 256 + (c + c * kc) * 4; };
+  uint64_t qc = std::min<uint64_t>(nq, 65535);
+  while (qc > 1 && bytes_for(qc) > budget / 2) qc = (qc + 1) / 2;
+  Arena w;
+  const size_t o_cand = w.add(qc * blocks * kc * sizeof(Cand)), o_words = w.add((qc + qc * kc) * 4);
+  void* scratch = ctx.scratch(w.size());
+  Cand* cand = at<Cand>(scratch, o_cand);
+  unsigned* tickets = at<unsigned>(scratch, o_words);
+  const uint64_t ld = s.ld;
+  for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
+    const auto m = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
+    MNEMO_CUDA_CHECK(cudaMemsetAsync(tickets, 0, (qc + qc * kc) * 4, st));
+    ScanTail tail;
+    tail.ticket = tickets;
+    tail.groups = tickets + qc;
+    tail.out_ids = ids + q0 * k;
+    tail.out_scores = scores + q0 * k;
+    tail.k_out = k;
+    tail.negate = s.metric == KeyMetric::l2;
+    ScanSpans sp;
+    sp.slots = slots;
+    sp.bounds = bounds + q0;
+    launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
+  }
+}
 
 void CudaBackend::search_lists(const SearchArgs& a) {
   const auto* ds = static_cast<const DeviceStore*>(a.mirror);
@@ -59,43 +130,10 @@ void CudaBackend::search_lists(const SearchArgs& a) {
   auto ctx = pool_.acquire();
   cudaStream_t st = ctx->stream;
   const uint64_t ld = ds->ld();
-  StoreRef s{ds->vectors(),
-             v.dtype,
-             ld,
-             static_cast<uint32_t>(v.dim),
-             slots,
-             ds->ids(),
-             ds->norms(),
-             ds->biases(),
-             nullptr,
-             a.apply_bias,
-             v.metric == Metric::l2sq  ? KeyMetric::l2
-             : v.metric == Metric::dot ? KeyMetric::dot
-                                       : KeyMetric::cosine,
-             false};
-  s.times = ds->times();
-  s.importance = ds->importance();
-  if (a.act.on) {
-    s.act = true;
-    s.w_rel = a.act.w_rel;
-    s.w_rec = a.act.w_rec;
-    s.w_imp = a.act.w_imp;
-    s.now = a.act.now;
-    s.inv_half_life = 1.0 / a.act.half_life;
-  }
-  const uint32_t kc = ivf_list_length(longest, k);
-  const auto sms = static_cast<unsigned>(sm_count_);
-  // Blocks per query from the longest list (four rows a warp at least),
-  // fewer where many queries fill the machine, but never so few that the
-  // longest list alone holds a block to more than kRowsPerBlock rows: lists
-  // differ by decades, and one block reading a long one would finish last.
-  constexpr unsigned kRowsPerBlock = 32768;
-  const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
-  const unsigned spread = std::max(ceil_div(4ull * sms, nq), ceil_div(longest, kRowsPerBlock));
-  const unsigned blocks = std::max(1u, std::min(by_rows, spread));
+  const StoreRef s = list_store_ref(*ds, v, a);
   Arena io;
   const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_slots = io.add(std::max<uint64_t>(listed, 1) * 4),
-               o_bounds = io.add(nq * 8), o_ids = io.add(nq * kc * 8), o_scores = io.add(nq * kc * 4);
+               o_bounds = io.add(nq * 8), o_ids = io.add(nq * k * 8), o_scores = io.add(nq * k * 4);
   ctx->io.reserve(io.size());
   void* base = ctx->io.get();
   float* q = at<float>(base, o_q);
@@ -109,44 +147,12 @@ void CudaBackend::search_lists(const SearchArgs& a) {
   if (listed > 0) MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_slots, L.slots + lo, listed * 4, cudaMemcpyHostToDevice, st));
   MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_bounds, bounds.data(), nq * 8, cudaMemcpyHostToDevice, st));
   launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
-  // Query chunks whose candidate lists fit half the workspace.
-  const uint64_t budget = std::max<uint64_t>(cfg_.workspace_bytes, 64ull << 20);
-  auto bytes_for = [&](uint64_t c) { return c * blocks * kc * sizeof(Cand) + 256 + (c + c * kc) * 4; };
-  uint64_t qc = std::min<uint64_t>(nq, 65535);
-  while (qc > 1 && bytes_for(qc) > budget / 2) qc = (qc + 1) / 2;
-  Arena w;
-  const size_t o_cand = w.add(qc * blocks * kc * sizeof(Cand)), o_words = w.add((qc + qc * kc) * 4);
-  void* scratch = ctx->scratch(w.size());
-  Cand* cand = at<Cand>(scratch, o_cand);
-  unsigned* tickets = at<unsigned>(scratch, o_words);
-  for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
-    const auto m = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
-    MNEMO_CUDA_CHECK(cudaMemsetAsync(tickets, 0, (qc + qc * kc) * 4, st));
-    ScanTail tail;
-    tail.ticket = tickets;
-    tail.groups = tickets + qc;
-    tail.out_ids = d_ids + q0 * kc;
-    tail.out_scores = d_scores + q0 * kc;
-    tail.k_out = kc;
-    tail.negate = s.metric == KeyMetric::l2;
-    ScanSpans sp;
-    sp.slots = d_slots;
-    sp.bounds = d_bounds + q0;
-    launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
-  }
-  std::vector<uint64_t> h_ids(nq * kc);
-  std::vector<float> h_scores(nq * kc);
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_ids.data(), d_ids, nq * kc * 8, cudaMemcpyDeviceToHost, st));
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(h_scores.data(), d_scores, nq * kc * 4, cudaMemcpyDeviceToHost, st));
+  launch_list_scan(*ctx, st, s, q, qn, nq, k, d_slots, d_bounds, longest, sm_count_, cfg_.workspace_bytes, d_ids,
+                   d_scores);
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.ids, d_ids, nq * k * 8, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.scores, d_scores, nq * k * 4, cudaMemcpyDeviceToHost, st));
   MNEMO_CUDA_CHECK(cudaEventRecord(ctx->last_use, st));
   ctx->sync();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (uint64_t i = 0; i < nq; ++i)
-    for (uint64_t j = 0; j < k; ++j) {
-      const bool have = j < kc;
-      a.ids[i * k + j] = have ? h_ids[i * kc + j] : kNoId;
-      a.scores[i * k + j] = have ? h_scores[i * kc + j] : nan;
-    }
 }
 
 }  // namespace mnemo::cuda

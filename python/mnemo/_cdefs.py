@@ -178,6 +178,8 @@ class StoreStatistics(Structure):
         ("shards", c_uint32),
         ("reserved1", c_uint32),
         ("shard_vectors", c_uint64 * MAX_SHARDS),
+        ("filtered_on_device", c_uint64),
+        ("filtered_on_host", c_uint64),
     ]
 
 

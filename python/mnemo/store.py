@@ -68,6 +68,10 @@ class StoreStats:
     journal_records: int
     journal_bytes: int
     sequence: int
+    # Filtered queries since the store was made or opened, by where their
+    # filter was evaluated: the store's GPU, or the host.
+    filtered_on_device: int = 0
+    filtered_on_host: int = 0
 
 
 @dataclass(frozen=True)
@@ -381,7 +385,8 @@ class Store(OwnedHandle):
         check(lib.mnemo_store_stats(self.handle, ctypes.byref(raw)))
         return StoreStats(bool(raw.durable), raw.vectors, raw.tombstones, raw.slots,
                           raw.host_bytes, raw.device_bytes, raw.journal_records,
-                          raw.journal_bytes, raw.sequence)
+                          raw.journal_bytes, raw.sequence, raw.filtered_on_device,
+                          raw.filtered_on_host)
 
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""

@@ -88,6 +88,11 @@ pub struct StoreStats {
     pub journal_bytes: u64,
     /// Number of the last journaled write.
     pub sequence: u64,
+    /// Filtered queries since the store was made or opened whose filter
+    /// the store's GPU evaluated.
+    pub filtered_on_device: u64,
+    /// Filtered queries whose filter was evaluated on the host.
+    pub filtered_on_host: u64,
 }
 
 impl<T: Storage> Store<T> {
@@ -200,6 +205,8 @@ impl<T: Storage> Store<T> {
             journal_records: raw.journal_records,
             journal_bytes: raw.journal_bytes,
             sequence: raw.sequence,
+            filtered_on_device: raw.filtered_on_device,
+            filtered_on_host: raw.filtered_on_host,
         })
     }
 }

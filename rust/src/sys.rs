@@ -1920,12 +1920,14 @@ pub struct mnemo_store_statistics {
     pub shards: u32,
     pub reserved1: u32,
     pub shard_vectors: [u64; 64usize],
+    pub filtered_on_device: u64,
+    pub filtered_on_host: u64,
 }
 #[test]
 fn bindgen_test_layout_mnemo_store_statistics() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_store_statistics>(),
-        592usize,
+        608usize,
         concat!("Size of: ", stringify!(mnemo_store_statistics))
     );
     assert_eq!(
@@ -2154,6 +2156,40 @@ fn bindgen_test_layout_mnemo_store_statistics() {
         );
     }
     test_field_shard_vectors();
+    fn test_field_filtered_on_device() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).filtered_on_device) as usize - ptr as usize
+            },
+            592usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(filtered_on_device)
+            )
+        );
+    }
+    test_field_filtered_on_device();
+    fn test_field_filtered_on_host() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).filtered_on_host) as usize - ptr as usize
+            },
+            600usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(filtered_on_host)
+            )
+        );
+    }
+    test_field_filtered_on_host();
 }
 extern "C" {
     pub fn mnemo_store_stats(

@@ -1,8 +1,9 @@
 // Filtered searches on a GPU store against the model of the header's rules
-// and the float64 reference: the selective plan (each query's matching rows
-// through the span scan, or query by query past the span scan's k) and the
-// masked plan, shared and per-query filters, plain, biased and activation
-// ranking. Skips where no GPU is usable.
+// and the float64 reference: filters evaluated on the device (programs over
+// the store's field columns, following every change of the fields), the
+// host's plans where the device's do not serve (k past the span scan's
+// lists, programs too deep), shared and per-query filters, plain, biased
+// and activation ranking. Skips where no GPU is usable.
 #include <gtest/gtest.h>
 
 #include "../fields_check.h"
@@ -10,6 +11,13 @@
 namespace {
 
 using namespace mt::fields;
+
+mnemo_store_statistics stats_of(const Fixture& fx) {
+  mnemo_store_statistics st{};
+  st.struct_size = sizeof st;
+  EXPECT_EQ(mnemo_store_stats(fx.store.get(), &st), MNEMO_OK) << mnemo_last_error();
+  return st;
+}
 
 class GpuFields : public ::testing::Test {
  protected:
@@ -111,5 +119,85 @@ TEST_F(GpuFields, BiasAndActivationOnTheSelectivePlan) {
   }
   EXPECT_TRUE(mt::check_topk(MNEMO_METRIC_COSINE, cands, k, ids.data(), scores.data()));
 }
+
+// The device's columns follow upserts with new fields, removals (a
+// compaction among them) and new memories between searches, and every
+// filtered search agrees with the model after each change.
+TEST_F(GpuFields, DeviceProgramsFollowEveryChange) {
+  auto g = mt::rng_for_test();
+  Fixture fx = make_fixture(g, 3000, 24, rt_.get());
+  auto round = [&](const char* when) {
+    SCOPED_TRACE(when);
+    // Past k = 128 no query is post-filtered on the host: every one of
+    // those is the device's.
+    const uint64_t start = stats_of(fx).filtered_on_device;
+    uint64_t wide = 0;
+    for (int t = 0; t < 30; ++t) {
+      NodeP n = random_node(g, fx.mems, 0);
+      FilterPtr f(*n);
+      mnemo_search_options o = mnemo_search_options_default();
+      o.where = f.f;
+      const uint64_t k = t % 2 ? 1 + g() % 60 : 129 + g() % 120;
+      wide += k > 128 ? 3 : 0;
+      check_search(fx, {n.get(), n.get(), n.get()}, o, k, g);
+    }
+    EXPECT_GE(stats_of(fx).filtered_on_device, start + wide);
+    // A filter matching about a tenth of the store, for a few queries: the
+    // device's to evaluate (broad ones may be post-filtered on the host).
+    auto n = std::make_shared<Node>();
+    n->kind = Node::tags_any;
+    n->strs = {"red"};
+    FilterPtr f(*n);
+    mnemo_search_options o = mnemo_search_options_default();
+    o.where = f.f;
+    const uint64_t before = stats_of(fx).filtered_on_device;
+    check_search(fx, {n.get(), n.get(), n.get()}, o, 40, g);
+    EXPECT_EQ(stats_of(fx).filtered_on_device, before + 3);
+  };
+  round("first search");
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < fx.mems.size(); i += 7) ids.push_back(fx.mems[i].id);
+  add_random(fx, g, ids);
+  round("after upserts with new fields");
+  // Removing a third compacts the slots (renumbered columns).
+  std::vector<uint64_t> gone;
+  std::vector<Mem> kept;
+  for (size_t i = 0; i < fx.mems.size(); ++i) (i % 3 == 1 ? gone.push_back(fx.mems[i].id) : kept.push_back(fx.mems[i]));
+  ASSERT_EQ(mnemo_store_remove(fx.store.get(), gone.data(), gone.size(), nullptr), MNEMO_OK) << mnemo_last_error();
+  fx.mems = kept;
+  round("after removals");
+  std::vector<uint64_t> fresh;
+  for (uint64_t i = 0; i < 700; ++i) fresh.push_back(900000 + i * 3);
+  add_random(fx, g, fresh);
+  round("after new memories");
+}
+
+// A filter deeper than a device program holds is evaluated on the host,
+// with the same answer.
+TEST_F(GpuFields, FiltersTooDeepForAProgramStayCorrect) {
+  auto g = mt::rng_for_test();
+  Fixture fx = make_fixture(g, 1200, 16, rt_.get());
+  auto all = std::make_shared<Node>();
+  all->kind = Node::all;
+  for (int i = 0; i < 70; ++i) {
+    auto c = std::make_shared<Node>();
+    c->kind = Node::neg;
+    auto t = std::make_shared<Node>();
+    t->kind = Node::tags_any;
+    t->strs = {i % 2 ? "unknown-tag" : "cyan"};
+    c->kids.push_back(t);
+    all->kids.push_back(c);
+  }
+  FilterPtr f(*all);
+  mnemo_search_options o = mnemo_search_options_default();
+  o.where = f.f;
+  const auto st0 = stats_of(fx);
+  check_search(fx, {all.get(), all.get()}, o, 30, g);
+  const auto st1 = stats_of(fx);
+  EXPECT_EQ(st1.filtered_on_device, st0.filtered_on_device);
+  EXPECT_EQ(st1.filtered_on_host, st0.filtered_on_host + 2);
+}
+
+TEST_F(GpuFields, NumbersCompareExactlyOnTheDevice) { check_exact_numbers(rt_.get()); }
 
 }  // namespace
