@@ -13,6 +13,12 @@ LlamaIndex MnemoVectorStore, mem0's "mnemo" provider):
     is in both and cancels);
   - Store.search alone on the same store with the adapter's own filter,
     interleaved with the adapter's calls;
+  - pairs: the adapter's call and Store.search alone with the same query
+    and filter, in the same state: cold (each after a sweep over
+    --sweep-mb of memory, more than the caches hold, as after other work)
+    and warm (the adapter's call made once untimed first, then each right
+    after the other); the A/B overhead is the median
+    call minus the median Store.search, for each state;
   - LangChain's InMemoryVectorStore (filter: a Python function, its only
     kind) and its FAISS store (langchain-community, IndexFlatIP on the same
     unit rows; dict filter, applied to fetch_k candidates: the default 20,
@@ -25,7 +31,7 @@ LangChain stores.
 The machine is shared: each line records the load average and the CPU
 share other processes took during the measurement.
 
-Usage: bench.py [--n 100000] [--dim 384] [--calls 200] [--threads 2]
+Usage: bench.py [--n 100000] [--dim 384] [--calls 200] [--pair-calls 100] [--threads 2]
                 [--out bench/results/integrations-cpu.jsonl]
 (make bench-integrations runs it in the integrations' venv.)
 """
@@ -56,6 +62,10 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer-calls", type=int, default=10, help="InMemoryVectorStore calls")
+    ap.add_argument("--pair-calls", type=int, default=100,
+                    help="cold and warm pairs (adapter call, Store.search alone) per adapter")
+    ap.add_argument("--sweep-mb", type=int, default=64,
+                    help="memory read before each cold call of the pairs")
     ap.add_argument("--out", default="bench/results/integrations-cpu.jsonl")
     ap.add_argument("--wait-quiet", type=float, default=120.0,
                     help="seconds to wait for the 1-minute load to fall below 1.5 first")
@@ -212,6 +222,10 @@ class Contender:
         self.inner_calls: List[int] = []
         self.direct: List[float] = []
         self.counts: List[int] = []
+        self.cold_total: List[float] = []
+        self.cold_direct: List[float] = []
+        self.warm_total: List[float] = []
+        self.warm_direct: List[float] = []
         self.timer = InnerTimer(store) if store is not None else None
 
     def warm(self, q: np.ndarray, k: int) -> None:
@@ -233,6 +247,29 @@ class Contender:
             self.timer.orig(q[i % len(q)], k, where=self.where)
             self.direct.append(time.perf_counter() - t)
 
+    def run_pairs(self, i: int, q: np.ndarray, k: int, sweep: Callable[[], Any]) -> None:
+        """The adapter's call and Store.search alone with the same query and
+        filter, each timed in the same state: cold (after a sweep over more
+        memory than the caches hold, as after other work), then warm (each
+        right after the other, the same rows just read)."""
+        assert self.timer is not None
+        query = q[i % len(q)]
+        sweep()
+        t = time.perf_counter()
+        self.call(i)
+        self.cold_total.append(time.perf_counter() - t)
+        sweep()
+        t = time.perf_counter()
+        self.timer.orig(query, k, where=self.where)
+        self.cold_direct.append(time.perf_counter() - t)
+        self.call(i)  # the adapter's own code and objects warm too
+        t = time.perf_counter()
+        self.call(i)
+        self.warm_total.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        self.timer.orig(query, k, where=self.where)
+        self.warm_direct.append(time.perf_counter() - t)
+
     def record(self, label: str) -> Dict[str, Any]:
         out: Dict[str, Any] = {"adapter": self.name, "filter": label, "calls": len(self.total),
                                "median_us": us(statistics.median(self.total)),
@@ -245,6 +282,15 @@ class Contender:
                         "overhead_median_us": us(statistics.median(over)),
                         "overhead_p10_us": us(pct(over, 10)), "overhead_p90_us": us(pct(over, 90)),
                         "store_search_alone_median_us": us(statistics.median(self.direct))})
+        for state in ("cold", "warm"):
+            total, direct = getattr(self, f"{state}_total"), getattr(self, f"{state}_direct")
+            if total:
+                out.update({
+                    f"pairs_{state}": len(total),
+                    f"pair_{state}_call_median_us": us(statistics.median(total)),
+                    f"pair_{state}_store_search_median_us": us(statistics.median(direct)),
+                    f"overhead_{state}_ab_us": us(statistics.median(total)
+                                                  - statistics.median(direct))})
         out.update(self.extra)
         return out
 
@@ -358,6 +404,11 @@ def main() -> None:
         lines.append({**base, **rec})
 
     print(f"{args.n} x {args.dim} f32, k = {k}, {args.threads} threads", flush=True)
+    # Read before each cold call of the pairs: more than the caches hold.
+    swept = np.ones(args.sweep_mb * (1 << 20) // 8)
+
+    def sweep() -> float:
+        return float(swept.sum())
     made = build_all(data, args, rt, emit, args.n)
     lc = made["langchain"]
     # The same adapters over the first 1,000 memories, whose scan leaves the
@@ -472,6 +523,12 @@ def main() -> None:
                     c_.run(i, q, k)
                 if i % every == 0:
                     inmem.run(i, q, k)
+        # The same adapters, call against Store.search alone in the same
+        # state: cold (after a sweep) and warm.
+        with Meter() as pm:
+            for i in range(args.pair_calls):
+                for c_ in contenders:
+                    c_.run_pairs(i, q, k, sweep)
         mem_us = inmem.record(label)["median_us"]
         for c_ in peers + [inmem]:
             emit({"op": "search", **c_.record(label), **m.fields()})
@@ -483,7 +540,15 @@ def main() -> None:
             rec["speedup_vs_faiss_k_results"] = round(peers[1].record(label)["median_us"]
                                                       / rec["median_us"], 2)
             rec["faiss_fetch_k_for_k_results"] = fetch_k
+            rec["pairs_load"] = pm.fields()["load"]
+            rec["pairs_others_cpu_share"] = pm.fields()["others_cpu_share"]
+            rec["sweep_mb"] = args.sweep_mb
             emit({"op": "search", **rec, **m.fields()})
+            print(f"  search {label:>7} {rec['adapter']:<12} A/B overhead cold "
+                  f"{rec['overhead_cold_ab_us']:>6.1f} us ({rec['pair_cold_call_median_us']:.0f} - "
+                  f"{rec['pair_cold_store_search_median_us']:.0f}), warm "
+                  f"{rec['overhead_warm_ab_us']:>6.1f} us ({rec['pair_warm_call_median_us']:.0f} - "
+                  f"{rec['pair_warm_store_search_median_us']:.0f})", flush=True)
             print(f"  search {label:>7} {rec['adapter']:<12} {rec['median_us']:>8.0f} us  "
                   f"overhead {rec['overhead_median_us']:>6.1f} us  (Store.search alone "
                   f"{rec['store_search_alone_median_us']:.0f} us)  x{rec['speedup_vs_inmemory']} "

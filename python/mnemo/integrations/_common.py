@@ -25,7 +25,6 @@ import json
 import json.scanner
 import math
 import threading
-from collections import OrderedDict
 from typing import (Any, Callable, Dict, Hashable, Iterable, List, Mapping, NamedTuple, Optional,
                     Sequence, Tuple)
 
@@ -188,6 +187,16 @@ def _walk(meta: Mapping[str, Any], prefix: str, attrs: Dict[str, Any], tags: Lis
             attrs[name] = _plain(v)
 
 
+# Metadata names seen to need no escaping (a bounded set: names repeat).
+_PLAIN_NAMES: set = set()
+
+
+def _plain_name(k: Any) -> bool:
+    """Whether k is a str name that is its own attribute name."""
+    return (type(k) is str and bool(k) and "\\" not in k and "." not in k and "=" not in k
+            and "\x1f" not in k and len(k) * 4 <= MAX_TEXT)
+
+
 def project(meta: Optional[Mapping[str, Any]], nested: bool = True,
             extra_tags: Sequence[str] = ()) -> Tuple[Dict[str, Any], List[str]]:
     """(attributes, tags) of a metadata dict (see the module's documentation);
@@ -198,11 +207,16 @@ def project(meta: Optional[Mapping[str, Any]], nested: bool = True,
         if type(meta) is dict and len(meta) <= 64:
             # Plain names and short str, int and bool values, the common case,
             # as _walk takes them; anything else goes through _walk.
+            plain = _PLAIN_NAMES
             for k, v in meta.items():
                 t = type(v)
-                if (type(k) is not str or not k or "\\" in k or "." in k or "=" in k
-                        or "\x1f" in k or len(k) * 4 > MAX_TEXT):
+                if type(k) is not str:
                     break
+                if k not in plain:
+                    if not _plain_name(k):
+                        break
+                    if len(plain) < 4096:
+                        plain.add(k)
                 if t is str:
                     if len(v) * 4 > MAX_TEXT or "\0" in v:
                         break
@@ -398,21 +412,21 @@ class FilterCache:
     any number of searches at once)."""
 
     def __init__(self, size: int = 512) -> None:
-        self._items: "OrderedDict[Hashable, Any]" = OrderedDict()
+        self._items: Dict[Hashable, Any] = {}
         self._size = size
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-                return found
+        # A hit is one look-up, without the lock (a dict's get is atomic);
+        # past `size` filters the oldest made goes first.
+        found = self._items.get(key)
+        if found is not None:
+            return found
         value = make()
         with self._lock:
             self._items[key] = value
             if len(self._items) > self._size:
-                self._items.popitem(last=False)
+                del self._items[next(iter(self._items))]
         return value
 
 
@@ -423,10 +437,16 @@ def filter_key(f: Any) -> Hashable:
     """A hashable form of a dictionary filter (None for one without): a
     flat dict of str, int and bool values as its items with their types
     (True, 1 and 1.0 are different filters), anything else as its JSON."""
-    if type(f) is dict and len(f) <= 8:
-        key = tuple((k, v.__class__, v) for k, v in f.items())
-        if all(type(k) is str and t in _KEY_TYPES for k, t, _ in key):
-            return key
+    if type(f) is dict:
+        if len(f) == 1:
+            for k, v in f.items():
+                t = v.__class__
+                if type(k) is str and (t is str or t is int or t is bool):
+                    return (k, t, v)
+        elif len(f) <= 8:
+            key = tuple((k, v.__class__, v) for k, v in f.items())
+            if all(type(k) is str and t in _KEY_TYPES for k, t, _ in key):
+                return key
     try:
         return json.dumps(f, sort_keys=True, default=repr)
     except (TypeError, ValueError):
@@ -639,8 +659,11 @@ def as_matrix(vectors: Any, count: int) -> np.ndarray:
     return arr
 
 
+_F32 = np.dtype(np.float32)
+
+
 def as_query(vector: Any) -> np.ndarray:
-    if type(vector) is np.ndarray and vector.dtype == np.float32 and vector.ndim == 1:
+    if type(vector) is np.ndarray and vector.dtype is _F32 and vector.ndim == 1:
         return vector
     if type(vector) is list and vector and type(vector[0]) is float:
         try:

@@ -239,7 +239,6 @@ class MnemoVectorStore(VectorStoreBase):
             assert store is not None
             if vector is not None:
                 if payload is None:
-                    import json
                     payload = c.loads(c.read_rows(store, [mid])[0].payload)
                 a, t = self._project(payload)
                 store.add([mid], c.as_matrix([vector], 1), payloads=[c.dumps(payload)],
