@@ -454,11 +454,12 @@ struct PackedFields {
   std::vector<mnemo_attribute> attributes;
   std::vector<nb::object> columns;  // the columns read, held
   uintptr_t address() const { return rows.empty() ? 0 : (uintptr_t)rows.data(); }
+  uintptr_t texts_address() const { return texts.empty() ? 0 : (uintptr_t)texts.data(); }
 };
 
 // The UTF-8 bytes of an exact str without NUL, at most `limit` bytes and
 // not empty unless `empty_ok`; nullptr (no Python error) when it is not.
-const char* packed_text(PyObject* obj, uint32_t limit, bool empty_ok, Py_ssize_t* size = nullptr) {
+const char* packed_text(PyObject* obj, uint64_t limit, bool empty_ok, Py_ssize_t* size = nullptr) {
   if (!PyUnicode_CheckExact(obj)) return nullptr;
   Py_ssize_t n = 0;
   const char* s = PyUnicode_AsUTF8AndSize(obj, &n);
@@ -624,6 +625,123 @@ nb::object pack_fields(uint64_t count, nb::handle keys, nb::handle namespaces, n
     if (f.attribute_count != 0) f.attributes = p.attributes.data() + attrs_at[i];
   }
   return nb::cast(packed.release(), nb::rv_policy::take_ownership);
+}
+
+// pack_keys(keys): the char* [len(keys)] of a list of exact str without NUL
+// (any length, empty too) for mnemo_store_ids_of_keys, as a _PackedFields
+// whose texts_address is the array's; None for anything else (the caller
+// then checks them in Python, which refuses what must be refused).
+nb::object pack_keys(nb::handle keys) {
+  PyObject** items = nullptr;
+  Py_ssize_t n = 0;
+  if (!PyList_CheckExact(keys.ptr()) || !sequence_items(keys.ptr(), &items, &n)) return nb::none();
+  auto packed = std::make_unique<PackedFields>();
+  packed->texts.reserve((size_t)n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const char* s = packed_text(items[i], UINT64_MAX, true);
+    if (s == nullptr) return nb::none();
+    packed->texts.push_back(s);
+  }
+  packed->columns.push_back(nb::borrow(keys));
+  return nb::cast(packed.release(), nb::rv_policy::take_ownership);
+}
+
+// Whether a metadata name is its own attribute name in the framework
+// adapters' projection (python/mnemo/integrations/_common.py project): an
+// exact str, not empty, without NUL, "\\", ".", "=" or "\x1f", at most
+// MNEMO_MAX_NAME_BYTES bytes.
+bool plain_name(PyObject* name) {
+  Py_ssize_t n = 0;
+  const char* s = packed_text(name, MNEMO_MAX_NAME_BYTES, false, &n);
+  if (s == nullptr) return false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    char c = s[i];
+    if (c == '\\' || c == '.' || c == '=' || c == '\x1f') return false;
+  }
+  return true;
+}
+
+// Whether a metadata value is an attribute value as the projection keeps it:
+// an exact str of at most MNEMO_MAX_NAME_BYTES bytes without NUL, an int in
+// int64, a bool or a finite float.
+bool plain_value(PyObject* v) {
+  if (v == Py_True || v == Py_False) return true;
+  if (PyLong_CheckExact(v)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow != 0 || (x == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    return true;
+  }
+  if (PyFloat_CheckExact(v)) return std::isfinite(PyFloat_AS_DOUBLE(v));
+  return packed_text(v, MNEMO_MAX_NAME_BYTES, true) != nullptr;
+}
+
+// project_plain(metas, skip): the attributes of each metadata dict (None: no
+// metadata) when every one is flat and plain: names as plain_name, values
+// as plain_value or None (left out, as the projection leaves them); names in
+// `skip` (a tuple of str) are left out whatever their value. None when any
+// dict is other than that: the caller then projects them in Python.
+nb::object project_plain(nb::handle metas, nb::handle skip) {
+  PyObject** items = nullptr;
+  Py_ssize_t n = 0;
+  if (!PyList_CheckExact(metas.ptr()) || !sequence_items(metas.ptr(), &items, &n) || !PyTuple_CheckExact(skip.ptr()))
+    return nb::none();
+  Py_ssize_t skips = PyTuple_GET_SIZE(skip.ptr());
+  nb::object out = nb::steal(PyList_New(n));
+  if (!out.is_valid()) throw nb::python_error();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* meta = items[i];
+    nb::object attrs = nb::steal(PyDict_New());
+    if (!attrs.is_valid()) throw nb::python_error();
+    if (meta != Py_None) {
+      if (!PyDict_CheckExact(meta) || PyDict_GET_SIZE(meta) > (Py_ssize_t)MNEMO_MAX_ATTRIBUTES) return nb::none();
+      PyObject* name = nullptr;
+      PyObject* value = nullptr;
+      Py_ssize_t pos = 0;
+      while (PyDict_Next(meta, &pos, &name, &value)) {
+        bool skipped = false;
+        for (Py_ssize_t j = 0; j < skips && !skipped; ++j) {
+          PyObject* s = PyTuple_GET_ITEM(skip.ptr(), j);
+          skipped = PyUnicode_CheckExact(name) && PyUnicode_Compare(name, s) == 0;
+        }
+        if (skipped) continue;
+        if (!plain_name(name)) return nb::none();
+        if (value == Py_None) continue;
+        if (!plain_value(value)) return nb::none();
+        if (PyDict_SetItem(attrs.ptr(), name, value) != 0) throw nb::python_error();
+      }
+    }
+    PyList_SET_ITEM(out.ptr(), i, attrs.release().ptr());
+  }
+  return out;
+}
+
+// float32_rows(rows, dim): a new float32 numpy array [len(rows), dim] of a
+// list of lists of `dim` floats each (embeddings as the frameworks hand
+// them over), converted here without a Python object per value; None when
+// an entry is anything else (the caller then converts with numpy).
+nb::object float32_rows(nb::handle rows, uint64_t dim) {
+  PyObject** items = nullptr;
+  Py_ssize_t n = 0;
+  if (!PyList_CheckExact(rows.ptr()) || !sequence_items(rows.ptr(), &items, &n) || dim == 0) return nb::none();
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!PyList_CheckExact(items[i]) || (uint64_t)PyList_GET_SIZE(items[i]) != dim) return nb::none();
+  void* data = nullptr;
+  nb::object out = nb::steal(new_output(2, (uint64_t)n, dim, hooks.dtype_f32, &data));
+  if (!out.is_valid()) throw nb::python_error();
+  float* at = static_cast<float*>(data);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject** row = PySequence_Fast_ITEMS(items[i]);
+    for (uint64_t j = 0; j < dim; ++j) {
+      PyObject* v = row[j];
+      if (!PyFloat_CheckExact(v)) return nb::none();
+      *at++ = (float)PyFloat_AS_DOUBLE(v);
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -813,7 +931,12 @@ NB_MODULE(_mnemo_ext, m) {
   m.def("time_search_host", &time_search_host, nb::arg("store"), nb::arg("queries"), nb::arg("nq"), nb::arg("k"),
         nb::arg("ids"), nb::arg("scores"), nb::arg("reps"));
   m.def("search_options_layout", &search_options_layout);
-  nb::class_<PackedFields>(m, "_PackedFields").def_prop_ro("address", &PackedFields::address);
+  nb::class_<PackedFields>(m, "_PackedFields")
+      .def_prop_ro("address", &PackedFields::address)
+      .def_prop_ro("texts_address", &PackedFields::texts_address);
+  m.def("pack_keys", &pack_keys, nb::arg("keys"));
+  m.def("project_plain", &project_plain, nb::arg("metas"), nb::arg("skip"));
+  m.def("float32_rows", &float32_rows, nb::arg("rows"), nb::arg("dim"));
   m.def("pack_fields", &pack_fields, nb::arg("count"), nb::arg("keys").none(), nb::arg("namespaces").none(),
         nb::arg("tags").none(), nb::arg("attributes").none(), nb::arg("payloads").none());
   m.def("read_rows", &read_rows, nb::arg("store"), nb::arg("ids"), nb::arg("scores").none(), nb::arg("row_type"));

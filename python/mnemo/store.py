@@ -666,7 +666,11 @@ class Store(OwnedHandle):
     def ids_of_keys(self, keys: Any) -> np.ndarray:
         """The id of each key (a list of str) as uint64 [len(keys)]; NO_ID
         for a key no memory holds (mnemo_store_ids_of_keys)."""
-        arr, n = _fields.lookup_keys(keys)
+        packed = _ext.pack_keys(keys) if _native.AVAILABLE else None
+        if packed is not None:
+            arr, n = packed.texts_address, len(keys)
+        else:
+            arr, n = _fields.lookup_keys(keys)
         out = aligned_empty(n, np.uint64)
         if n:
             check(lib.mnemo_store_ids_of_keys(self.handle, arr, n, host_ptr(out)))

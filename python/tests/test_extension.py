@@ -49,6 +49,9 @@ def test_extension_surface() -> None:
         "time_search_host": "store, queries, nq, k, ids, scores, reps",
         "search_options_layout": "",
         "pack_fields": "count, keys, namespaces, tags, attributes, payloads",
+        "pack_keys": "keys",
+        "project_plain": "metas, skip",
+        "float32_rows": "rows, dim",
         "read_rows": "store, ids, scores, row_type",
         "library_address": "",
     }

@@ -20,7 +20,6 @@ where Python says True == 1).
 
 from __future__ import annotations
 
-import itertools
 import json
 import json.scanner
 import math
@@ -104,6 +103,20 @@ def canon_strs(parts: Sequence[Any]) -> str:
         if type(p) is not str:
             return canon(parts)
     return _canon_encode(parts)
+
+
+_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+def key_prefix(parts: Sequence[Any]) -> str:
+    """The start of canon_strs([*parts, name]) for any str name: the key is
+    key_prefix(parts) + key_end(name)."""
+    parts = list(parts)
+    return canon_strs(parts)[:-1] + "," if parts else "["
+
+
+def key_end(name: str) -> str:
+    return _encode_str(name) + "]"
 
 
 def loads(payload: Any) -> Any:
@@ -240,6 +253,34 @@ def project(meta: Optional[Mapping[str, Any]], nested: bool = True,
                          f"elements; a mnemo memory holds at most {_cdefs.MAX_ATTRIBUTES} "
                          f"attributes and {_cdefs.MAX_TAGS} tags")
     return attrs, tags
+
+
+def project_plain(metas: Any, skip: Tuple[str, ...] = ()) -> Optional[List[Dict[str, Any]]]:
+    """The attributes project() makes of each dict of a list (None: no
+    metadata), names in `skip` left out, when every dict is flat with plain
+    names and values (str, int, float, bool, None), made by the compiled
+    extension in one call; else None."""
+    return _ext.project_plain(metas, skip) if type(metas) is list else None
+
+
+def project_many(metas: List[Any], nested: bool = True, skip: Tuple[str, ...] = ()
+                 ) -> Tuple[List[Dict[str, Any]], Optional[List[List[str]]]]:
+    """project() of each metadata dict (None: none), names in `skip` left
+    out: (attributes, tags), tags None when no dict gives any. Flat dicts
+    of plain names and values are projected by the compiled extension in
+    one call; any other list as project() does, dict by dict."""
+    got = project_plain(metas, skip)
+    if got is not None:
+        return got, None
+    attrs: List[Dict[str, Any]] = []
+    tags: List[List[str]] = []
+    for m in metas:
+        if skip and m and any(f in m for f in skip):
+            m = {k: v for k, v in m.items() if k not in skip}
+        a, t = project(m, nested)
+        attrs.append(a)
+        tags.append(t)
+    return attrs, (tags if any(tags) else None)
 
 
 def dumps(doc: Any) -> str:
@@ -633,16 +674,10 @@ class Backing:
 
 
 def _from_lists(rows: List[Any]) -> Optional[np.ndarray]:
-    """float32 [len(rows), dim] of equally long lists of floats (numpy's
-    fromiter takes them about 1.5x as fast as asarray), or None."""
-    dim = len(rows[0])
-    if not dim or not all(type(r) is list and len(r) == dim for r in rows):
-        return None
-    try:
-        return np.fromiter(itertools.chain.from_iterable(rows), np.float32,
-                           len(rows) * dim).reshape(len(rows), dim)
-    except (TypeError, ValueError):
-        return None
+    """float32 [len(rows), dim] of equally long lists of floats, converted
+    by the compiled extension (about 8x as fast as numpy.asarray), or
+    None."""
+    return _ext.float32_rows(rows, len(rows[0]))  # type: ignore[no-any-return]
 
 
 def as_matrix(vectors: Any, count: int) -> np.ndarray:
@@ -666,10 +701,9 @@ def as_query(vector: Any) -> np.ndarray:
     if type(vector) is np.ndarray and vector.dtype is _F32 and vector.ndim == 1:
         return vector
     if type(vector) is list and vector and type(vector[0]) is float:
-        try:
-            return np.fromiter(vector, np.float32, len(vector))
-        except (TypeError, ValueError):
-            pass
+        got = _ext.float32_rows([vector], len(vector))
+        if got is not None:
+            return got[0]  # type: ignore[no-any-return]
     q = np.asarray(vector, dtype=np.float32)
     if q.ndim != 1:
         raise ValueError(f"expected one embedding, got an array of shape {q.shape}")

@@ -191,20 +191,20 @@ class MnemoVectorStore(VectorStore):
         metas = list(metadatas) if metadatas else [None] * n
         payloads = [c.dumps({"text": t, "metadata": m if m is not None else {}})
                     for t, m in zip(texts, metas)]
-        projected = [c.project(m, nested=False) for m in metas]
+        attrs_all, tags_all = c.project_many(metas, nested=False)
         keys = doc_ids if self._ns is None else [self._key(i) for i in doc_ids]
         store = self._backing.ensure(vectors.shape[1])
         namespaces = None if self._ns is None else [self._ns] * n
         with self._backing.lock:
             for part in c.chunks(n, 16384):
                 mids, existed = self._backing.assign(keys[part])
+                was = existed.tolist()
                 # None leaves a new memory without the field; an upsert clears it.
-                attrs = [a if a else ({} if e else None)
-                         for (a, _), e in zip(projected[part], existed.tolist())]
+                attrs = [a if a else ({} if e else None) for a, e in zip(attrs_all[part], was)]
                 tag_rows = None
-                if any(t for _, t in projected[part]) or existed.any():
-                    tag_rows = [t if t or e else None
-                                for (_, t), e in zip(projected[part], existed.tolist())]
+                if (tags_all is not None and any(tags_all[part])) or existed.any():
+                    tl = tags_all[part] if tags_all is not None else [[]] * len(was)
+                    tag_rows = [t if t or e else None for t, e in zip(tl, was)]
                 store.add(mids, vectors[part], keys=keys[part], attributes=attrs, tags=tag_rows,
                           payloads=payloads[part],
                           namespaces=None if namespaces is None else namespaces[part])

@@ -399,7 +399,11 @@ class MnemoStore(BaseStore):
             at = 0
             zero = np.zeros(self.dim, dtype=np.float32)
             stamp = self._stamp(now)
-            for ((ns, key), op), base, key_text in zip(puts.items(), base_ids.tolist(), keys):
+            # Flat values of plain fields projected in one call (None: each
+            # through c.project below).
+            plain = c.project_plain([op.value for op in puts.values()])
+            for at_op, (((ns, key), op), base, key_text) in enumerate(
+                    zip(puts.items(), base_ids.tolist(), keys)):
                 prev = old_of.get(base)
                 had = max(int(prev["vectors"]), 1) if prev else 0
                 if op.value is None:
@@ -415,7 +419,10 @@ class MnemoStore(BaseStore):
                 body = {"key": key, "value": value,
                         "created_at": prev["created_at"] if prev else stamp,
                         "updated_at": stamp, "ttl": ttl, "vectors": m}
-                attrs, tag_list = c.project(value, nested=True)
+                if plain is not None:
+                    attrs, tag_list = plain[at_op], []
+                else:
+                    attrs, tag_list = c.project(value, nested=True)
                 extra = [_TTL] if ttl is not None else []
                 expiry = now + float(ttl) * 60.0 if ttl is not None else 0.0
                 for j in range(max(m, 1)):

@@ -26,7 +26,7 @@ whole mapping.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -130,6 +130,26 @@ def _node_metadata(node: BaseNode) -> Dict[str, Any]:
     return meta
 
 
+# What _node_metadata replaces or drops of a node's own metadata.
+_NODE_KEYS = ("doc_id", "document_id", "_node_type", "ref_doc_id")
+
+
+def _project_nodes(nodes: Sequence[BaseNode]
+                   ) -> Tuple[List[Dict[str, Any]], Optional[List[List[str]]]]:
+    """c.project_many of each node's _node_metadata: flat metadata of plain
+    values in one call of the extension, the node's own fields added after."""
+    refs = [n.ref_doc_id or "None" for n in nodes]
+    got = None
+    if all(type(r) is str and c.scalar(r) for r in refs):
+        got = c.project_plain([n.metadata for n in nodes], _NODE_KEYS)
+    if got is None:
+        return c.project_many([_node_metadata(n) for n in nodes], nested=False)
+    for a, n, r in zip(got, nodes, refs):
+        a["_node_type"] = n.class_name()
+        a["ref_doc_id"] = r
+    return got, None
+
+
 def _load_node(payload: bytes) -> BaseNode:
     text = payload.decode("utf-8")
     at = text.rfind(_CLASS_MARK)
@@ -179,16 +199,16 @@ class MnemoVectorStore(BasePydanticVectorStore):
         vectors = c.as_matrix([n.get_embedding() for n in nodes], len(nodes))
         keys = [n.node_id for n in nodes]
         payloads = [n.model_dump_json(exclude={"embedding"}) for n in nodes]
-        projected = [c.project(_node_metadata(n), nested=False) for n in nodes]
+        attrs, tags = _project_nodes(nodes)
         store = self._backing.ensure(vectors.shape[1])
         with self._backing.lock:
             for part in c.chunks(len(nodes), 16384):
                 ids, existed = self._backing.assign(keys[part])
                 tag_rows = None
-                if any(t for _, t in projected[part]) or existed.any():
-                    tag_rows = [t for _, t in projected[part]]
+                if (tags is not None and any(tags[part])) or existed.any():
+                    tag_rows = tags[part] if tags is not None else [[]] * len(keys[part])
                 store.add(ids, vectors[part], keys=keys[part], payloads=payloads[part],
-                          attributes=[a for a, _ in projected[part]], tags=tag_rows)
+                          attributes=attrs[part], tags=tag_rows)
         return keys
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:

@@ -198,17 +198,16 @@ class MnemoVectorStore(VectorStoreBase):
         if len(ids) != n or len(payloads) != n:
             raise ValueError(f"{n} vectors, {len(ids)} ids and {len(payloads)} payloads")
         vecs = c.as_matrix(vectors, n)
-        keys = [self._key(i) for i in ids]
-        projected = [self._project(p) for p in payloads]
+        pre = c.key_prefix([self.collection_name])
+        keys = [pre + c.key_end(i) for i in ids]
+        attrs, tags = c.project_many(payloads, nested=False, skip=_UNFILTERED)
         store = self._backing.ensure(vecs.shape[1])
         with self._backing.lock:
             mids, existed = self._backing.assign(keys)
             # Tags only when some memory has them or an upsert must clear them.
-            tag_rows = [t for _, t in projected] \
-                if existed.any() or any(t for _, t in projected) else None
+            tag_rows = tags if tags is not None else ([[]] * n if existed.any() else None)
             store.add(mids, vecs, keys=keys, namespaces=[(self.collection_name,)] * n,
-                      payloads=[c.dumps(p) for p in payloads],
-                      attributes=[a for a, _ in projected], tags=tag_rows)
+                      payloads=[c.dumps(p) for p in payloads], attributes=attrs, tags=tag_rows)
 
     def search(self, query: str, vectors: List[float], top_k: int = 5,
                filters: Optional[Dict] = None) -> List[OutputData]:
