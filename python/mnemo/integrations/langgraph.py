@@ -238,20 +238,20 @@ class MnemoStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> List[Result]:
         ops = list(ops)
-        queries, texts = self._prepare(ops)
+        queries, texts, counts = self._prepare(ops)
         qvec = {q: self.embeddings.embed_query(q) for q in queries} if queries else {}
         dvec = self.embeddings.embed_documents(texts) if texts else []
-        return self._execute(ops, qvec, dvec)
+        return self._execute(ops, qvec, dvec, counts)
 
     async def abatch(self, ops: Iterable[Op]) -> List[Result]:
         ops = list(ops)
-        queries, texts = self._prepare(ops)
+        queries, texts, counts = self._prepare(ops)
         qvec: Dict[str, Any] = {}
         if queries:
             got = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
             qvec = dict(zip(queries, got))
         dvec = await self.embeddings.aembed_documents(texts) if texts else []
-        return self._execute(ops, qvec, dvec)
+        return self._execute(ops, qvec, dvec, counts)
 
     def _puts(self, ops: Sequence[Op]) -> Dict[Tuple[Tuple[str, ...], str], PutOp]:
         puts: Dict[Tuple[Tuple[str, ...], str], PutOp] = {}
@@ -273,8 +273,9 @@ class MnemoStore(BaseStore):
             out.extend(get_text_at_path(op.value, field))
         return out
 
-    def _prepare(self, ops: Sequence[Op]) -> Tuple[List[str], List[str]]:
-        """Checks every op; the distinct query texts and the put texts to embed."""
+    def _prepare(self, ops: Sequence[Op]) -> Tuple[List[str], List[str], Dict[int, int]]:
+        """Checks every op; the distinct query texts, the put texts to embed
+        and how many each put has (by the op's id())."""
         queries: Dict[str, None] = {}
         for op in ops:
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
@@ -283,11 +284,15 @@ class MnemoStore(BaseStore):
             if isinstance(op, SearchOp) and op.query and self.embeddings is not None:
                 queries[op.query] = None
         texts: List[str] = []
+        counts: Dict[int, int] = {}
         for op in self._puts(ops).values():
-            texts.extend(self._texts_of(op))
-        return list(queries), texts
+            got = self._texts_of(op)
+            counts[id(op)] = len(got)
+            texts.extend(got)
+        return list(queries), texts, counts
 
-    def _execute(self, ops: Sequence[Op], qvec: Dict[str, Any], dvec: Sequence[Any]) -> List[Result]:
+    def _execute(self, ops: Sequence[Op], qvec: Dict[str, Any], dvec: Sequence[Any],
+                 counts: Optional[Dict[int, int]] = None) -> List[Result]:
         now = self._now()
         results: List[Result] = []
         for op in ops:
@@ -301,7 +306,7 @@ class MnemoStore(BaseStore):
                 results.append(None)
         puts = self._puts(ops)
         if puts:
-            self._write(puts, dvec, now)
+            self._write(puts, dvec, now, counts)
         return results
 
     # Reads.
@@ -379,9 +384,15 @@ class MnemoStore(BaseStore):
     # Writes.
 
     def _write(self, puts: Dict[Tuple[Tuple[str, ...], str], PutOp], dvec: Sequence[Any],
-               now: float) -> None:
-        keys = [self._key(ns, k) for ns, k in puts]
-        vectors = np.asarray(dvec, dtype=np.float32).reshape(len(dvec), -1) if len(dvec) else None
+               now: float, counts: Optional[Dict[int, int]] = None) -> None:
+        prefixes: Dict[Tuple[str, ...], str] = {}
+        keys = []
+        for ns, k in puts:
+            pre = prefixes.get(ns)
+            if pre is None:
+                pre = prefixes[ns] = c.key_prefix(ns)
+            keys.append(pre + c.key_end(k) if type(k) is str else self._key(ns, k))
+        vectors = c.as_matrix(dvec, len(dvec)).reshape(len(dvec), -1) if len(dvec) else None
         if vectors is not None and vectors.shape[1] != self.dim:
             raise ValueError(f"embeddings of dimension {vectors.shape[1]}; the index has "
                              f"dims={self.dim}")
@@ -402,6 +413,22 @@ class MnemoStore(BaseStore):
             # Flat values of plain fields projected in one call (None: each
             # through c.project below).
             plain = c.project_plain([op.value for op in puts.values()])
+            ops = list(puts.values())
+            if (plain is not None and counts is not None and vectors is not None
+                    and len(vectors) == len(ops) and not existed.any()
+                    and all(op.value is not None and op.ttl is None and counts[id(op)] == 1
+                            for op in ops)):
+                # New items of one vector each, no TTL (a bulk load): the
+                # rows below, column by column.
+                tags = [_ITEM, _VEC]
+                store.add(base_ids, vectors, times=np.zeros(len(ops)), keys=keys,
+                          namespaces=[ns for ns, _ in puts],
+                          payloads=[c.dumps({"key": k, "value": dict(op.value),
+                                             "created_at": stamp, "updated_at": stamp,
+                                             "ttl": None, "vectors": 1})
+                                    for (_, k), op in zip(puts, ops)],
+                          attributes=plain, tags=[tags] * len(ops))
+                return
             for at_op, (((ns, key), op), base, key_text) in enumerate(
                     zip(puts.items(), base_ids.tolist(), keys)):
                 prev = old_of.get(base)
@@ -409,7 +436,7 @@ class MnemoStore(BaseStore):
                 if op.value is None:
                     removed.extend(range(base, base + had))
                     continue
-                m = len(self._texts_of(op))
+                m = counts[id(op)] if counts is not None else len(self._texts_of(op))
                 if m > _STRIDE:
                     raise ValueError(f"an item with {m} vectors; at most {_STRIDE}")
                 vecs = vectors[at:at + m] if m else None
