@@ -269,8 +269,18 @@ class MnemoStore(BaseStore):
         else:
             paths = [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
         out: List[str] = []
+        value = op.value
         for _, field in paths:
-            out.extend(get_text_at_path(op.value, field))
+            # A path of one plain field holding a str: that str, as
+            # get_text_at_path gives it.
+            if type(field) is list and len(field) == 1 and type(value) is dict:
+                tok = field[0]
+                if tok != "*" and tok[:1] not in ("[", "{"):
+                    got = value.get(tok)
+                    if type(got) is str:
+                        out.append(got)
+                        continue
+            out.extend(get_text_at_path(value, field))
         return out
 
     def _prepare(self, ops: Sequence[Op]) -> Tuple[List[str], List[str], Dict[int, int]]:
@@ -421,9 +431,10 @@ class MnemoStore(BaseStore):
                 # New items of one vector each, no TTL (a bulk load): the
                 # rows below, column by column.
                 tags = [_ITEM, _VEC]
-                store.add(base_ids, vectors, times=np.zeros(len(ops)), keys=keys,
+                # (No times: a new memory's is 0, as an item without a TTL has.)
+                store.add(base_ids, vectors, keys=keys,
                           namespaces=[ns for ns, _ in puts],
-                          payloads=[c.dumps({"key": k, "value": dict(op.value),
+                          payloads=[c.dumps({"key": k, "value": op.value,
                                              "created_at": stamp, "updated_at": stamp,
                                              "ttl": None, "vectors": 1})
                                     for (_, k), op in zip(puts, ops)],
