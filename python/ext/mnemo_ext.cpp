@@ -785,6 +785,97 @@ PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_typ
   return PyTuple_Type.tp_new((PyTypeObject*)row_type, args.ptr(), nullptr);
 }
 
+// A record's attribute value as Python's int, float, bool or str; nullptr
+// with a Python error set on failure (an unknown type: the package's
+// MnemoValueError, E_INTERNAL).
+PyObject* value_object(const mnemo_value& v) {
+  switch (v.type) {
+    case MNEMO_VALUE_INT: return PyLong_FromLongLong((long long)v.i);
+    case MNEMO_VALUE_DOUBLE: return PyFloat_FromDouble(v.d);
+    case MNEMO_VALUE_BOOL: return PyBool_FromLong(v.i != 0);
+    case MNEMO_VALUE_STRING: return text_object(v.s != nullptr ? v.s : "");
+    default:
+      raise_error(kValue, MNEMO_E_INTERNAL, "the library returned a value of unknown type " + std::to_string(v.type));
+  }
+}
+
+// A tuple of the texts parts[0..n).
+PyObject* texts_tuple(const char* const* parts, uint32_t n) {
+  PyObject* t = PyTuple_New((Py_ssize_t)n);
+  if (t == nullptr) return nullptr;
+  for (uint32_t j = 0; j < n; ++j) {
+    PyObject* s = text_object(parts[j]);
+    if (s == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, j, s);
+  }
+  return t;
+}
+
+// read_memories(store, ids, memory_type): Store.read. mnemo_store_read of
+// `ids` (a uint64 array, C-contiguous and aligned); per id, None when it is
+// not in the store, else memory_type(id, key, namespace, tags, attributes,
+// payload, time, importance) (mnemo.fields.Memory).
+nb::list read_memories(uintptr_t store, nb::handle ids_obj, nb::handle memory_type) {
+  HostArray ids;
+  Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
+  if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
+  if (p) raise_problem(p);
+  uint64_t n = ids.size();
+  nb::list out;
+  mnemo_records* records = nullptr;
+  CallResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    r.status = mnemo_store_read(store_of(store), n ? static_cast<const uint64_t*>(ids.data()) : nullptr, n, &records);
+    note_error(r);
+  }
+  check(r);
+  struct Release {
+    mnemo_records* r;
+    ~Release() { mnemo_records_destroy(r); }
+  } release{records};
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t found = 0;
+    uint64_t id = 0;
+    double time = 0;
+    float importance = 0;
+    mnemo_memory_fields f = mnemo_memory_fields_default();
+    mnemo_status s = mnemo_records_get(records, i, &found, &id, &f, &time, &importance);
+    if (s != MNEMO_OK) raise_error(kLibrary, s, mnemo_last_error() ? mnemo_last_error() : "");
+    if (!found) {
+      out.append(nb::none());
+      continue;
+    }
+    nb::object attrs = nb::steal(PyDict_New());
+    if (!attrs.is_valid()) throw nb::python_error();
+    for (uint32_t j = 0; j < f.attribute_count; ++j) {
+      nb::object name = nb::steal(text_object(f.attributes[j].name));
+      nb::object value = nb::steal(value_object(f.attributes[j].value));
+      if (!name.is_valid() || !value.is_valid() || PyDict_SetItem(attrs.ptr(), name.ptr(), value.ptr()) != 0)
+        throw nb::python_error();
+    }
+    PyObject* args[8] = {PyLong_FromUnsignedLongLong(id),
+                         f.key != nullptr ? text_object(f.key) : (Py_INCREF(Py_None), Py_None),
+                         texts_tuple(f.namespace_parts, f.namespace_depth),
+                         texts_tuple(f.tags, f.tag_count),
+                         (Py_INCREF(attrs.ptr()), attrs.ptr()),
+                         PyBytes_FromStringAndSize(static_cast<const char*>(f.payload),
+                                                   f.payload_bytes ? (Py_ssize_t)f.payload_bytes : 0),
+                         PyFloat_FromDouble(time),
+                         PyFloat_FromDouble((double)importance)};
+    bool ok = true;
+    for (PyObject* a : args) ok = ok && a != nullptr;
+    PyObject* m = ok ? PyObject_Vectorcall(memory_type.ptr(), args, 8, nullptr) : nullptr;
+    for (PyObject* a : args) Py_XDECREF(a);
+    if (m == nullptr) throw nb::python_error();
+    out.append(nb::steal(m));
+  }
+  return out;
+}
+
 // read_rows(store, ids, scores, row_type): mnemo_store_read of `ids` (a
 // uint64 array, C-contiguous and aligned, as the package's checks leave it,
 // or, without scores, a list of ints).
@@ -939,6 +1030,7 @@ NB_MODULE(_mnemo_ext, m) {
   m.def("float32_rows", &float32_rows, nb::arg("rows"), nb::arg("dim"));
   m.def("pack_fields", &pack_fields, nb::arg("count"), nb::arg("keys").none(), nb::arg("namespaces").none(),
         nb::arg("tags").none(), nb::arg("attributes").none(), nb::arg("payloads").none());
+  m.def("read_memories", &read_memories, nb::arg("store"), nb::arg("ids"), nb::arg("memory_type"));
   m.def("read_rows", &read_rows, nb::arg("store"), nb::arg("ids"), nb::arg("scores").none(), nb::arg("row_type"));
   // The address of mnemo_abi_version in the libmnemo this module was linked
   // with: equal to the one ctypes loaded when both use one library.

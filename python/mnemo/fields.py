@@ -197,52 +197,12 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _value(v: Any) -> AttributeValue:
-    t = v.type
-    if t == _cdefs.VALUE_INT:
-        return int(v.i)
-    if t == _cdefs.VALUE_DOUBLE:
-        return float(v.d)
-    if t == _cdefs.VALUE_BOOL:
-        return bool(v.i)
-    if t == _cdefs.VALUE_STRING:
-        return _text(v.s or b"")
-    raise MnemoValueError(Status.E_INTERNAL, f"the library returned a value of unknown type {t}")
-
-
 def read_memories(store_handle: int, ids: np.ndarray) -> List[Optional[Memory]]:
     """mnemo_store_read of `ids` (uint64, aligned): a Memory per id, None
-    for an id not in the store."""
-    records = ctypes.c_void_p()
-    n = ids.shape[0]
-    check(lib.mnemo_store_read(store_handle, ids.ctypes.data if n else None, n,
-                               ctypes.byref(records)))
-    try:
-        out: List[Optional[Memory]] = []
-        found, mid = ctypes.c_uint32(), ctypes.c_uint64()
-        time, importance = ctypes.c_double(), ctypes.c_float()
-        f = _cdefs.MemoryFields()
-        for i in range(n):
-            f.struct_size = ctypes.sizeof(f)
-            check(lib.mnemo_records_get(records, i, ctypes.byref(found), ctypes.byref(mid),
-                                        ctypes.byref(f), ctypes.byref(time),
-                                        ctypes.byref(importance)))
-            if not found.value:
-                out.append(None)
-                continue
-            out.append(Memory(
-                id=mid.value,
-                key=_text(f.key) if f.key else None,
-                namespace=tuple(_text(f.namespace_parts[j]) for j in range(f.namespace_depth)),
-                tags=tuple(_text(f.tags[j]) for j in range(f.tag_count)),
-                attributes={_text(f.attributes[j].name): _value(f.attributes[j].value)
-                            for j in range(f.attribute_count)},
-                payload=ctypes.string_at(f.payload, f.payload_bytes) if f.payload_bytes else b"",
-                time=time.value,
-                importance=importance.value))
-        return out
-    finally:
-        lib.mnemo_records_destroy(records)
+    for an id not in the store. Read by the compiled extension (which also
+    reads records for the framework adapters: each C function is bound
+    once); without it LibraryLoadError, as for Store.search."""
+    return _native.ext.read_memories(store_handle, ids, Memory)  # type: ignore[no-any-return]
 
 
 def store_namespaces(store_handle: int) -> List[Tuple[Tuple[str, ...], int]]:

@@ -53,6 +53,7 @@ def test_extension_surface() -> None:
         "project_plain": "metas, skip",
         "float32_rows": "rows, dim",
         "read_rows": "store, ids, scores, row_type",
+        "read_memories": "store, ids, memory_type",
         "library_address": "",
     }
     constants = {"ABI_VERSION", "ALIGNMENT", "SEARCH_OPTIONS_SIZE", "C_FUNCTIONS"}
