@@ -285,6 +285,16 @@ void launch_scan_spans_typed(const StoreRef& s, const float* q, const float* qn,
   const size_t smem = ScanSmem::bytes(1, s.ld, k);
   const dim3 grid(blocks, nq);
   auto go = [&](auto kernel) { launch_instance(kernel, grid, smem, st, s, q, qn, 1, k, cand, tail, sp); };
+  // A filter's lists of slots gather rows from all over the store: four
+  // rows a lane a step keep twice the loads in flight (latency, not the
+  // bandwidth, bounds a gather).
+  if (sp.slots) {
+    if (k > 32)
+      go(scan_topk_kernel<T, L2, 0, 1, WarpList, true, 32, 4>);
+    else
+      go(scan_topk_kernel<T, L2, 0, 1, RegList, true, 32, 4>);
+    return;
+  }
   if (k > 32)
     go(scan_topk_kernel<T, L2, 0, 1, WarpList, true>);
   else if (s.ld == 768)

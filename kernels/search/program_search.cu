@@ -130,10 +130,36 @@ __device__ bool attribute(const ProgNode& n, const Progs& P, const ColumnAttr* r
 }
 
 // Group g's program on `slot`: a stack of booleans in the bits of one word.
-__device__ bool run_program(const Progs& P, const Cols& C, uint32_t g, uint32_t slot) {
+// The row extents of one slot's tags and attributes, loaded ahead (each
+// thread's slots' loads at once: they are the latency of the test).
+struct Rows {
+  uint64_t tb = 0, te = 0, ab = 0, ae = 0;
+};
+
+// What a program reads of a slot's row, so that nothing else is loaded.
+enum : uint32_t { kReadsTags = 1, kReadsAttrs = 2 };
+
+__device__ uint32_t reads_of(const Progs& P, uint32_t g) {
+  uint32_t r = 0;
+  for (uint32_t i = P.node_at[g]; i < P.node_at[g + 1]; ++i) {
+    const ProgOp op = P.nodes[i].op;
+    if (op == ProgOp::tag_any || op == ProgOp::tag_all) r |= kReadsTags;
+    if (op >= ProgOp::attr_exists && op <= ProgOp::attr_text_in) r |= kReadsAttrs;
+  }
+  return r;
+}
+
+__device__ Rows rows_of(const Cols& C, uint32_t slot, uint32_t reads) {
+  Rows r;
+  if (slot >= C.slots) return r;
+  if (reads & kReadsTags) r.tb = C.tag_at[slot], r.te = C.tag_at[slot + 1];
+  if (reads & kReadsAttrs) r.ab = C.attr_at[slot], r.ae = C.attr_at[slot + 1];
+  return r;
+}
+
+__device__ bool run_program(const Progs& P, const Cols& C, uint32_t g, uint32_t slot, const Rows& w) {
   const bool have = slot < C.slots;
-  const uint64_t tb = have ? C.tag_at[slot] : 0, te = have ? C.tag_at[slot + 1] : 0;
-  const uint64_t ab = have ? C.attr_at[slot] : 0, ae = have ? C.attr_at[slot + 1] : 0;
+  const uint64_t tb = w.tb, te = w.te, ab = w.ab, ae = w.ae;
   uint64_t st = 0;
   for (uint32_t i = P.node_at[g]; i < P.node_at[g + 1]; ++i) {
     const ProgNode n = P.nodes[i];
@@ -188,14 +214,29 @@ __device__ bool part_has(const DriverPart& p, const Progs& P, const Cols& C, uin
   }
 }
 
-// Whether driver entry e of the tile passes (and is not an earlier part's:
-// a union reads each slot once); its slot in *slot.
-__device__ bool passes(const Progs& P, const Cols& C, const Tile& t, const DriverPart& p, uint64_t e, uint32_t* slot) {
-  if (e >= p.size) return false;
-  *slot = part_slot(p, P, C, static_cast<uint32_t>(e));
-  for (uint32_t q = P.part_at[t.group]; q < t.part; ++q)
-    if (part_has(P.parts[q], P, C, *slot)) return false;
-  return run_program(P, C, t.group, *slot);
+// Which of a thread's kPerThread driver entries from e0 pass (bit j: entry
+// e0 + j), each read once (a union's later parts skip the slots of the
+// parts before them). The entries' loads go out together, level by level
+// (slot, row extents), before any test.
+__device__ uint32_t pass_mask(const Progs& P, const Cols& C, const Tile& t, const DriverPart& p, uint64_t e0,
+                              uint32_t reads) {
+  uint32_t slot[kPerThread];
+  Rows rows[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j)
+    slot[j] = e0 + j < p.size ? part_slot(p, P, C, static_cast<uint32_t>(e0 + j)) : UINT32_MAX;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j)
+    if (slot[j] != UINT32_MAX) rows[j] = rows_of(C, slot[j], reads);
+  uint32_t mask = 0;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (slot[j] == UINT32_MAX) continue;
+    bool earlier = false;
+    for (uint32_t q = P.part_at[t.group]; q < t.part && !earlier; ++q) earlier = part_has(P.parts[q], P, C, slot[j]);
+    if (!earlier && run_program(P, C, t.group, slot[j], rows[j])) mask |= 1u << j;
+  }
+  return mask;
 }
 
 __global__ void __launch_bounds__(kEvalThreads)
@@ -205,10 +246,9 @@ __global__ void __launch_bounds__(kEvalThreads)
   __shared__ typename Reduce::TempStorage tmp;
   const Tile t = tiles[blockIdx.x];
   const DriverPart p = P.parts[t.part];
-  uint32_t mask = 0, slot = 0;
+  const uint32_t reads = reads_of(P, t.group);
   const uint64_t e0 = t.start + static_cast<uint64_t>(threadIdx.x) * kPerThread;
-  for (int j = 0; j < kPerThread; ++j)
-    if (passes(P, C, t, p, e0 + j, &slot)) mask |= 1u << j;
+  const uint32_t mask = pass_mask(P, C, t, p, e0, reads);
   flags[static_cast<uint64_t>(blockIdx.x) * kEvalThreads + threadIdx.x] = static_cast<uint8_t>(mask);
   const uint32_t total = Reduce(tmp).Sum(static_cast<uint32_t>(__popc(mask)));
   if (threadIdx.x == 0) counts[blockIdx.x] = total;
@@ -389,8 +429,20 @@ void CudaBackend::search_programs(const SearchArgs& a) {
   MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(q, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyHostToDevice, st));
   launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
 
+  // MNEMO_FILTER_TRACE=1: the passes' times and sizes on stderr.
+  static const bool trace = [] {
+    const char* e = std::getenv("MNEMO_FILTER_TRACE");
+    return e && *e == '1';
+  }();
+  cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+  float eval_ms = 0, scan_ms = 0;
+  uint64_t driver = 0, passing = 0, rows = 0, tiles = 0;
+  uint32_t longest_all = 0;
+  if (trace)
+    for (auto& e : ev) MNEMO_CUDA_CHECK(cudaEventCreate(&e));
   std::vector<uint2> ext(most_groups);
   for (const Chunk& c : chunks) {
+    if (trace) MNEMO_CUDA_CHECK(cudaEventRecord(ev[0], st));
     const auto T = static_cast<uint32_t>(c.tiles.size());
     const uint32_t ng = c.g1 - c.g0;
     const auto m = static_cast<uint32_t>(c.q1 - c.q0);
@@ -412,12 +464,36 @@ void CudaBackend::search_programs(const SearchArgs& a) {
     query_bounds<<<ceil_div(m, 256u), 256, 0, st>>>(d_group_of + c.q0, c.g0, m, d_ext, d_bounds + c.q0);
     MNEMO_CUDA_CHECK(cudaGetLastError());
     // The longest list sizes the scan's grid: the groups' counts, down.
+    if (trace) MNEMO_CUDA_CHECK(cudaEventRecord(ev[1], st));
     MNEMO_CUDA_CHECK(cudaMemcpyAsync(ext.data(), d_ext, ng * 8, cudaMemcpyDeviceToHost, st));
     ctx->sync();
     uint32_t longest = 0;
     for (uint32_t i = 0; i < ng; ++i) longest = std::max(longest, ext[i].y);
     launch_list_scan(*ctx, st, s, q + c.q0 * ld, qn + c.q0, m, k, d_slots, d_bounds + c.q0, longest, sm_count_,
                      cfg_.workspace_bytes, d_ids + c.q0 * k, d_scores + c.q0 * k);
+    if (trace) {
+      MNEMO_CUDA_CHECK(cudaEventRecord(ev[2], st));
+      MNEMO_CUDA_CHECK(cudaEventSynchronize(ev[2]));
+      float a = 0, b = 0;
+      MNEMO_CUDA_CHECK(cudaEventElapsedTime(&a, ev[0], ev[1]));
+      MNEMO_CUDA_CHECK(cudaEventElapsedTime(&b, ev[1], ev[2]));
+      eval_ms += a, scan_ms += b;
+      driver += c.driver, tiles += T;
+      longest_all = std::max(longest_all, longest);
+      for (uint32_t i = 0; i < ng; ++i) passing += ext[i].y;
+      for (uint64_t qq = c.q0; qq < c.q1; ++qq) rows += ext[F.group_of[qq] - c.g0].y;
+    }
+  }
+  if (trace) {
+    for (auto& e : ev) MNEMO_CUDA_CHECK(cudaEventDestroy(e));
+    std::fprintf(stderr,
+                 "mnemo device filter: %llu queries, %llu groups, %zu chunks, %llu tiles, driver %llu slots, "
+                 "passing %llu, rows scanned %llu, longest %u; evaluate %.3f ms, scan %.3f ms (with the count's "
+                 "trip down)\n",
+                 static_cast<unsigned long long>(nq), static_cast<unsigned long long>(G), chunks.size(),
+                 static_cast<unsigned long long>(tiles), static_cast<unsigned long long>(driver),
+                 static_cast<unsigned long long>(passing), static_cast<unsigned long long>(rows), longest_all, eval_ms,
+                 scan_ms);
   }
   MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.ids, d_ids, nq * k * 8, cudaMemcpyDeviceToHost, st));
   MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.scores, d_scores, nq * k * 4, cudaMemcpyDeviceToHost, st));
