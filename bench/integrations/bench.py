@@ -123,6 +123,18 @@ def source() -> str:
     return head + (" + uncommitted core changes" if dirty else "")
 
 
+def library() -> Dict[str, Any]:
+    """The libmnemo file this process loaded: its path, MD5 and modification
+    time (the source line says what the tree held at the run, which need
+    not be what the library was built from)."""
+    import hashlib
+    path = os.path.realpath(mnemo.library_path())
+    with open(path, "rb") as f:
+        md5 = hashlib.md5(f.read()).hexdigest()
+    built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(path)))
+    return {"library": path, "library_md5": md5, "library_built": built}
+
+
 # Data.
 
 WORDS = ("memory store search filter agent tea coffee rain tokyo paris report sales engine "
@@ -393,7 +405,7 @@ def main() -> None:
     rt = mnemo.Runtime(backend="cpu", threads=args.threads)
     data = make_data(args.n, args.dim)
     q, k = data["q"], args.k
-    base = {"bench": "integrations", "source": source(), "n": args.n, "dim": args.dim,
+    base = {"bench": "integrations", "source": source(), **library(), "n": args.n, "dim": args.dim,
             "dtype": "f32", "k": k,
             "threads": args.threads, "cpu": platform.processor() or platform.machine(),
             "cores": os.cpu_count(), "mnemo": mnemo.version(),

@@ -57,7 +57,9 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
     out.append(
         f"Figures from `bench/results/integrations-cpu.jsonl` ({first['cores']}-core "
         f"{first['cpu']} development machine, {first['threads']} threads for mnemo and FAISS, "
-        f"libmnemo of {first['source']}, {first['date']}; `make bench-integrations`, that is "
+        + (f"libmnemo built {first['library_built']} (MD5 {first['library_md5'][:8]}), the tree at "
+           f"{first['source']}" if first.get("library_md5") else f"libmnemo of {first['source']}")
+        + f", {first['date']}; `make bench-integrations`, that is "
         f"`bench/integrations/bench.py --threads {first['threads']}`). "
         f"{first['n']:,} memories x {first['dim']} dims f32 (unit rows, cosine), each with a text "
         f"and four metadata fields; k = {first['k']}; query vectors given (embedding excluded); "
