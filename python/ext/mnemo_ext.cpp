@@ -1,8 +1,11 @@
 // mnemo._mnemo_ext: the compiled half of the Python package. It makes the
 // calls on the hot path of a search (mnemo_store_search and
-// mnemo_store_search_device) straight from C++, compiled against mnemo.h, so
-// the compiler checks every signature; the rest of the package calls the
-// library through ctypes (python/mnemo/_cdefs.py).
+// mnemo_store_search_device) and of reads (mnemo_store_read and its records)
+// straight from C++, compiled against mnemo.h, so the compiler checks every
+// signature; it packs what writes hand over (mnemo_memory_fields, key
+// arrays) and what the framework adapters convert (metadata, embeddings)
+// in one pass; the rest of the package calls the library through ctypes
+// (python/mnemo/_cdefs.py).
 //
 // Everything here runs with the GIL held except the library call itself. A
 // failed call's mnemo_last_error() text is read right after it, on the same

@@ -1,12 +1,16 @@
-"""The compiled extension mnemo._mnemo_ext: the search calls on the hot path
-(mnemo_store_search, mnemo_store_search_device), compiled against mnemo.h
-with nanobind; everything else goes through ctypes (_lib, _cdefs).
+"""The compiled extension mnemo._mnemo_ext, compiled against mnemo.h with
+nanobind: the calls on hot paths (mnemo_store_search,
+mnemo_store_search_device; mnemo_store_read and its records for Store.read
+and the framework adapters), and the packing of what Store.add and
+update_fields write and of the keys Store.ids_of_keys looks up (called
+through ctypes with the extension's arrays); everything else goes through
+ctypes (_lib, _cdefs). Each C function is called through one of the two.
 
 It is looked for in this package's folder (an installed wheel), then in the
 folder of the libmnemo that _lib loaded (a build tree: build/lib). It must
 use that same loaded library (checked here), so handles made through ctypes
-are valid in it. Without it the package imports, and Store.search raises
-LibraryLoadError saying why.
+are valid in it. Without it the package imports, and Store.search and
+Store.read raise LibraryLoadError saying why (writes pack in Python).
 """
 
 from __future__ import annotations
