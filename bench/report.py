@@ -831,15 +831,28 @@ def filtered():
                     f"{ix['ids_s']:.2f} s ({ix['ids_ms_per_query']:.3f} ms a query)." if ix else ""),
                  "", tab, ""]
         text += [f"- {n}" for n in notes]
-        if notes:
+        # mnemo's exact search one query a call: its mean time by the decade
+        # of the query's selectivity.
+        timed = [r for r in rows if r.get("ms_by_selectivity") and r["peer"].startswith("mnemo")
+                 and r.get("setting") == "exact"]
+        for r in timed:
+            if r.get("ms_by_selectivity"):
+                per = ", ".join(f"{d} {ms:.3f}" for d, ms in r["ms_by_selectivity"].items())
+                text.append(f"- {r['peer']}, {r['mode']}, mean ms a query by selectivity: {per}.")
+        if notes or timed:
             text.append("")
     return "\n".join(text).rstrip()
 
 
 # --------------------------------------------------------- page and main
 
+def adapters():
+    """The framework adapters' section, rendered by bench/integrations/report.py."""
+    return _module("integrations_report", "bench/integrations/report.py").section().rstrip()
+
+
 SECTIONS = [gpu_user, gpu_kernels, gpu_ops, activation, cpu, index, multi_gpu, build_times, shape_grid,
-            filtered]
+            filtered, adapters]
 def draw_shape_grid(plt, png):
     rows_path = os.path.join(RESULTS, "shape-grid-h200.jsonl")
     if not os.path.exists(rows_path):
