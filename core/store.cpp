@@ -494,10 +494,7 @@ void Store::search_shared(const float* queries, uint64_t nq, uint64_t k, const S
     allow_ptr = filter.bitmap;
   } else if (filter.kind == FilterKind::ids) {
     allow.assign((slots + 63) / 64, 0);
-    for (uint64_t i = 0; i < filter.count; ++i) {
-      auto it = slot_of_.find(filter.ids[i]);
-      if (it != slot_of_.end()) allow[it->second >> 6] |= uint64_t{1} << (it->second & 63);
-    }
+    for_slots_of(filter.ids, filter.count, [&](uint64_t s) { allow[s >> 6] |= uint64_t{1} << (s & 63); });
     allow_ptr = allow.data();
   }
   Backend& be = place.on_device ? rt_.device_backend(Op::search)

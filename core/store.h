@@ -238,6 +238,12 @@ class Store {
   // Rebuilds the postings after slots were renumbered.
   void rebuild_postings_locked();
   FilterScope scope_locked() const;
+  // Calls fn(slot) for each of ids[0, n) this store holds.
+  template <class Fn>
+  void for_slots_of(const uint64_t* ids, uint64_t n, Fn fn) const {
+    for (uint64_t i = 0; i < n; ++i)
+      if (const auto* e = slot_of_.find(ids[i])) fn(e->second);
+  }
   // This store, or its shards in order.
   std::vector<const Store*> parts() const;
   // The filter's matches as a bitmap over the store's slots (a sharded

@@ -279,8 +279,7 @@ Roaring Store::matches_locked(const Filter* where, const Filter* each, const Sea
   if (each) r &= evaluate(*each, sc);
   if (legacy.kind == FilterKind::ids) {
     std::vector<uint32_t> allowed;
-    for (uint64_t i = 0; i < legacy.count; ++i)
-      if (const auto* e = slot_of_.find(legacy.ids[i])) allowed.push_back(static_cast<uint32_t>(e->second));
+    for_slots_of(legacy.ids, legacy.count, [&](uint64_t s) { allowed.push_back(static_cast<uint32_t>(s)); });
     std::sort(allowed.begin(), allowed.end());
     r &= Roaring(allowed.size(), allowed.data());
   }

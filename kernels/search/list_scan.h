@@ -15,6 +15,21 @@ namespace mnemo::cuda {
 // The store as the scans read it for search `a` (bias, metric, activation).
 StoreRef list_store_ref(const DeviceStore& ds, const StoreView& v, const SearchArgs& a);
 
+// A list search's host queries on the device as the scans read them (rows
+// of ld, zero padded, and their norms) and room for its nq x k results, in
+// ctx's io buffer; finish_list_io copies the results to the caller's host
+// buffers and waits for them.
+struct ListIo {
+  float* q;
+  float* qn;
+  uint64_t* ids;
+  float* scores;
+};
+ListIo stage_list_io(ExecContext& ctx, cudaStream_t st, const float* queries, uint64_t nq, uint64_t dim, uint64_t ld,
+                     uint64_t k);
+void finish_list_io(ExecContext& ctx, cudaStream_t st, const ListIo& io, uint64_t nq, uint64_t k, uint64_t* ids,
+                    float* scores);
+
 // Query q (row q of q [nq x ld] f32, zero padded, norms qn) reads the rows
 // slots[bounds[q].x .. + bounds[q].y) and gets its k best as user ids and
 // scores in ids / scores [nq x k] (device, padded with ~0 and NaN).

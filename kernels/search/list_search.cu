@@ -89,6 +89,30 @@ void launch_list_scan(ExecContext& ctx, cudaStream_t st, const StoreRef& s, cons
   }
 }
 
+ListIo stage_list_io(ExecContext& ctx, cudaStream_t st, const float* queries, uint64_t nq, uint64_t dim, uint64_t ld,
+                     uint64_t k) {
+  Arena io;
+  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_ids = io.add(nq * k * 8),
+               o_scores = io.add(nq * k * 4);
+  // Growing frees the old buffer: earlier work on this context goes first.
+  MNEMO_CUDA_CHECK(cudaEventSynchronize(ctx.last_use));
+  ctx.io.reserve(io.size());
+  void* base = ctx.io.get();
+  const ListIo out{at<float>(base, o_q), at<float>(base, o_qn), at<uint64_t>(base, o_ids), at<float>(base, o_scores)};
+  if (ld != dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(out.q, 0, nq * ld * 4, st));
+  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(out.q, ld * 4, queries, dim * 4, dim * 4, nq, cudaMemcpyHostToDevice, st));
+  launch_row_norms(out.q, static_cast<uint32_t>(nq), ld, out.qn, st);
+  return out;
+}
+
+void finish_list_io(ExecContext& ctx, cudaStream_t st, const ListIo& io, uint64_t nq, uint64_t k, uint64_t* ids,
+                    float* scores) {
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(ids, io.ids, nq * k * 8, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaMemcpyAsync(scores, io.scores, nq * k * 4, cudaMemcpyDeviceToHost, st));
+  MNEMO_CUDA_CHECK(cudaEventRecord(ctx.last_use, st));
+  ctx.sync();
+}
+
 void CudaBackend::search_lists(const SearchArgs& a) {
   const auto* ds = static_cast<const DeviceStore*>(a.mirror);
   const StoreView& v = *a.store;
@@ -131,28 +155,17 @@ void CudaBackend::search_lists(const SearchArgs& a) {
   cudaStream_t st = ctx->stream;
   const uint64_t ld = ds->ld();
   const StoreRef s = list_store_ref(*ds, v, a);
-  Arena io;
-  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_slots = io.add(std::max<uint64_t>(listed, 1) * 4),
-               o_bounds = io.add(nq * 8), o_ids = io.add(nq * k * 8), o_scores = io.add(nq * k * 4);
-  ctx->io.reserve(io.size());
-  void* base = ctx->io.get();
-  float* q = at<float>(base, o_q);
-  float* qn = at<float>(base, o_qn);
-  auto* d_slots = at<uint32_t>(base, o_slots);
-  auto* d_bounds = at<uint2>(base, o_bounds);
-  auto* d_ids = at<uint64_t>(base, o_ids);
-  float* d_scores = at<float>(base, o_scores);
-  if (ld != v.dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(q, 0, nq * ld * 4, st));
-  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(q, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyHostToDevice, st));
+  const ListIo io = stage_list_io(*ctx, st, a.queries, nq, v.dim, ld, k);
+  Arena w;
+  const size_t o_slots = w.add(std::max<uint64_t>(listed, 1) * 4), o_bounds = w.add(nq * 8);
+  ctx->work2.reserve(w.size());
+  auto* d_slots = at<uint32_t>(ctx->work2.get(), o_slots);
+  auto* d_bounds = at<uint2>(ctx->work2.get(), o_bounds);
   if (listed > 0) MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_slots, L.slots + lo, listed * 4, cudaMemcpyHostToDevice, st));
   MNEMO_CUDA_CHECK(cudaMemcpyAsync(d_bounds, bounds.data(), nq * 8, cudaMemcpyHostToDevice, st));
-  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
-  launch_list_scan(*ctx, st, s, q, qn, nq, k, d_slots, d_bounds, longest, sm_count_, cfg_.workspace_bytes, d_ids,
-                   d_scores);
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.ids, d_ids, nq * k * 8, cudaMemcpyDeviceToHost, st));
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.scores, d_scores, nq * k * 4, cudaMemcpyDeviceToHost, st));
-  MNEMO_CUDA_CHECK(cudaEventRecord(ctx->last_use, st));
-  ctx->sync();
+  launch_list_scan(*ctx, st, s, io.q, io.qn, nq, k, d_slots, d_bounds, longest, sm_count_, cfg_.workspace_bytes, io.ids,
+                   io.scores);
+  finish_list_io(*ctx, st, io, nq, k, a.ids, a.scores);
 }
 
 }  // namespace mnemo::cuda

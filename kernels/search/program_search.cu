@@ -416,18 +416,7 @@ void CudaBackend::search_programs(const SearchArgs& a) {
   auto* d_slots = at<uint32_t>(pb, o_slots);
   const uint32_t* d_group_of = at<uint32_t>(pb, o_group_of);
 
-  Arena io;
-  const size_t o_q = io.add(nq * ld * 4), o_qn = io.add(nq * 4), o_ids = io.add(nq * k * 8),
-               o_scores = io.add(nq * k * 4);
-  ctx->io.reserve(io.size());
-  void* base = ctx->io.get();
-  float* q = at<float>(base, o_q);
-  float* qn = at<float>(base, o_qn);
-  auto* d_ids = at<uint64_t>(base, o_ids);
-  float* d_scores = at<float>(base, o_scores);
-  if (ld != v.dim) MNEMO_CUDA_CHECK(cudaMemsetAsync(q, 0, nq * ld * 4, st));
-  MNEMO_CUDA_CHECK(cudaMemcpy2DAsync(q, ld * 4, a.queries, v.dim * 4, v.dim * 4, nq, cudaMemcpyHostToDevice, st));
-  launch_row_norms(q, static_cast<uint32_t>(nq), ld, qn, st);
+  const ListIo io = stage_list_io(*ctx, st, a.queries, nq, v.dim, ld, k);
 
   // MNEMO_FILTER_TRACE=1: the passes' times and sizes on stderr.
   static const bool trace = [] {
@@ -469,8 +458,8 @@ void CudaBackend::search_programs(const SearchArgs& a) {
     ctx->sync();
     uint32_t longest = 0;
     for (uint32_t i = 0; i < ng; ++i) longest = std::max(longest, ext[i].y);
-    launch_list_scan(*ctx, st, s, q + c.q0 * ld, qn + c.q0, m, k, d_slots, d_bounds + c.q0, longest, sm_count_,
-                     cfg_.workspace_bytes, d_ids + c.q0 * k, d_scores + c.q0 * k);
+    launch_list_scan(*ctx, st, s, io.q + c.q0 * ld, io.qn + c.q0, m, k, d_slots, d_bounds + c.q0, longest, sm_count_,
+                     cfg_.workspace_bytes, io.ids + c.q0 * k, io.scores + c.q0 * k);
     if (trace) {
       MNEMO_CUDA_CHECK(cudaEventRecord(ev[2], st));
       MNEMO_CUDA_CHECK(cudaEventSynchronize(ev[2]));
@@ -495,10 +484,7 @@ void CudaBackend::search_programs(const SearchArgs& a) {
                  static_cast<unsigned long long>(passing), static_cast<unsigned long long>(rows), longest_all, eval_ms,
                  scan_ms);
   }
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.ids, d_ids, nq * k * 8, cudaMemcpyDeviceToHost, st));
-  MNEMO_CUDA_CHECK(cudaMemcpyAsync(a.scores, d_scores, nq * k * 4, cudaMemcpyDeviceToHost, st));
-  MNEMO_CUDA_CHECK(cudaEventRecord(ctx->last_use, st));
-  ctx->sync();
+  finish_list_io(*ctx, st, io, nq, k, a.ids, a.scores);
 }
 
 }  // namespace mnemo::cuda

@@ -428,6 +428,18 @@ pub(crate) fn in_ptr<T>(data: &[T], what: &str) -> Result<*const T> {
     Ok(data.as_ptr())
 }
 
+/// The pointer to pass to C for an optional input of `count` entries: its
+/// length and alignment checked, or NULL when absent (as the header allows).
+pub(crate) fn opt_in_ptr<T>(data: Option<&[T]>, count: usize, what: &str) -> Result<*const T> {
+    match data {
+        Some(d) => {
+            expect_len(d.len(), count, what)?;
+            in_ptr(d, what)
+        }
+        None => Ok(std::ptr::null()),
+    }
+}
+
 /// The pointer to pass to C for an output slice, after checking alignment.
 pub(crate) fn out_ptr<T>(data: &mut [T], what: &str) -> Result<*mut T> {
     if data.is_empty() {

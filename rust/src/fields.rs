@@ -8,7 +8,7 @@ use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::ptr::NonNull;
 
-use crate::aligned::{expect_len, in_ptr, out_ptr, product, AlignedVec, OutScalar};
+use crate::aligned::{expect_len, in_ptr, opt_in_ptr, out_ptr, product, AlignedVec, OutScalar};
 use crate::dtype::{DType, Storage};
 use crate::error::{check, Error, Result, Status};
 use crate::filter::Where;
@@ -500,20 +500,8 @@ impl<T: Storage> Store<T> {
         expect_len(fields.len(), ids.len(), "fields")?;
         let ids_ptr = in_ptr(ids, "ids")?;
         let vec_ptr = in_ptr(vectors, "vectors")?;
-        let times_ptr = match times {
-            Some(t) => {
-                expect_len(t.len(), ids.len(), "times")?;
-                in_ptr(t, "times")?
-            }
-            None => std::ptr::null(),
-        };
-        let imp_ptr = match importance {
-            Some(m) => {
-                expect_len(m.len(), ids.len(), "importance")?;
-                in_ptr(m, "importance")?
-            }
-            None => std::ptr::null(),
-        };
+        let times_ptr = opt_in_ptr(times, ids.len(), "times")?;
+        let imp_ptr = opt_in_ptr(importance, ids.len(), "importance")?;
         let raw = RawFields::new(fields)?;
         // SAFETY: live store; ids, vectors (count * dim f32), times and
         // importance (count or NULL) checked and aligned above; raw holds

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::aligned::{expect_len, in_ptr, out_ptr, product, rows_of, AlignedVec, OutScalar};
+use crate::aligned::{
+    expect_len, in_ptr, opt_in_ptr, out_ptr, product, rows_of, AlignedVec, OutScalar,
+};
 use crate::dtype::{DType, Storage};
 use crate::error::{check, Error, Result, Status};
 use crate::filter::Where;
@@ -712,20 +714,8 @@ impl<T: Storage> Store<T> {
         )?;
         let ids_ptr = in_ptr(ids, "ids")?;
         let vec_ptr = in_ptr(vectors, "vectors")?;
-        let times_ptr = match times {
-            Some(t) => {
-                expect_len(t.len(), ids.len(), "times")?;
-                in_ptr(t, "times")?
-            }
-            None => std::ptr::null(),
-        };
-        let imp_ptr = match importance {
-            Some(m) => {
-                expect_len(m.len(), ids.len(), "importance")?;
-                in_ptr(m, "importance")?
-            }
-            None => std::ptr::null(),
-        };
+        let times_ptr = opt_in_ptr(times, ids.len(), "times")?;
+        let imp_ptr = opt_in_ptr(importance, ids.len(), "importance")?;
         // SAFETY: live store; ids has count entries, vectors count * dim
         // elements of V::DTYPE, times and importance count entries or are
         // NULL (allowed by the header); all checked and aligned above.
