@@ -1,6 +1,7 @@
 // mnemo search: k nearest stored vectors of each query, as TSV (query, rank,
-// id, score) or as .ivecs (one row of k ids per query), optionally only
-// among the memories a filter expression matches (--where, --where-json).
+// id, score), as .ivecs (one row of k ids per query) or as JSON lines with
+// each result's fields (.jsonl), optionally only among the memories a
+// filter expression matches (--where, --where-json).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "common.h"
 #include "formats.h"
 #include "index_ops.h"
+#include "results_jsonl.h"
 #include "store_ops.h"
 #include "where_parse.h"
 
@@ -125,7 +127,9 @@ int cmd_search(int argc, char** argv) {
   // saved store is written back so they last.
   if (opts.touch && !a.has("durable")) check(mnemo_store_save(s.s, path.c_str()), "saving the touched store");
   const std::string out = a.str("out", "-");
-  if (ends_with(out, ".ivecs")) {
+  if (ends_with(out, ".jsonl")) {
+    write_results_jsonl(out, s.s, ids.data(), scores.data(), q.rows, k);
+  } else if (ends_with(out, ".ivecs")) {
     IntRows r;
     r.rows = q.rows, r.dim = k;
     r.v.resize(q.rows * k);

@@ -120,6 +120,23 @@ awk -F'\t' 'NR > 1 { i = $3; if (!(i % 3 == 0 && i % 25 >= 20 && i % 10 == 4 && 
 "$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rj.tsv" 2> /dev/null --where-json \
   '{"year": {"$gte": 2020}, "$tags": "news", "$namespace": {"$under": "users/4"}, "$not": {"$key": "k24"}}'
 cmp -s "$d/rw.tsv" "$d/rj.tsv" || { echo "--where and --where-json differ"; exit 1; }
+# The same search as JSON lines carries each result's fields, as the
+# fields file gave them.
+"$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rw.jsonl" 2> /dev/null \
+  --where 'year>=2020 and tag:news and ns:users/4/* and not key:k24'
+python3 - "$d/rw.tsv" "$d/rw.jsonl" <<'PY' || exit 1
+import json, sys
+tsv = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+rows = [json.loads(l) for l in open(sys.argv[2])]
+assert [(int(q), int(r), int(i)) for q, r, i, _ in tsv] == [(o["query"], o["rank"], o["id"]) for o in rows], "ids differ"
+for o in rows:
+    i = o["id"]
+    want = {"key": f"k{i}", "namespace": ["users", str(i % 10)], "tags": ["news" if i % 3 == 0 else "misc"],
+            "attributes": {"year": 2000 + i % 25}}
+    got = {f: o.get(f) for f in want}
+    assert got == want, (i, got, want)
+    assert abs(o["score"] - float(tsv[rows.index(o)][3])) <= 1e-6 * max(1, abs(o["score"])), "score differs"
+PY
 "$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 3 --where 'id:7' --out "$d/r1.tsv" 2> /dev/null
 [ "$(wc -l < "$d/r1.tsv")" -eq 41 ] || { echo "expected one result a query for id:7"; exit 1; }
 usage_fails "where: column 9: expected a value after '>='" \
