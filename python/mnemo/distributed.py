@@ -50,6 +50,10 @@ class ShardUnavailableError(MnemoError):
     def __init__(self, shard: int, cause: BaseException) -> None:
         super().__init__(int(Status.E_BACKEND), f"shard {shard} is unavailable: {cause}", "MNEMO_E_BACKEND")
         self.shard = shard
+        self.cause = cause
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.shard, self.cause))
 
 
 def shard_of(ids: np.ndarray, shards: int) -> np.ndarray:
@@ -79,12 +83,34 @@ class _Shard:
         return os.getpid()
 
     def add(self, ids: np.ndarray, vectors: np.ndarray, times: Optional[np.ndarray] = None,
-            importance: Optional[np.ndarray] = None) -> int:
+            importance: Optional[np.ndarray] = None, fields: Optional[Dict[str, Any]] = None) -> int:
         from .arrays import aligned_array
         self._store.add(aligned_array(ids, np.uint64), aligned_array(vectors, vectors.dtype),
                         times=None if times is None else aligned_array(times, np.float64),
-                        importance=None if importance is None else aligned_array(importance, np.float32))
+                        importance=None if importance is None else aligned_array(importance, np.float32),
+                        **(fields or {}))
         return len(ids)
+
+    def update_fields(self, ids: np.ndarray, fields: Dict[str, Any]) -> int:
+        from .arrays import aligned_array
+        self._store.update_fields(aligned_array(ids, np.uint64), **fields)
+        return len(ids)
+
+    def ids_of_keys(self, keys: List[str]) -> np.ndarray:
+        return np.asarray(self._store.ids_of_keys(keys))
+
+    def read(self, ids: np.ndarray) -> List[Any]:
+        from .arrays import aligned_array
+        return self._store.read(aligned_array(ids, np.uint64))
+
+    def select(self, where: Any) -> np.ndarray:
+        return np.asarray(self._store.select(where))
+
+    def count_where(self, where: Any) -> int:
+        return self._store.count_where(where)
+
+    def namespaces(self) -> List[Any]:
+        return self._store.namespaces()
 
     def set_times(self, ids: np.ndarray, times: np.ndarray) -> int:
         from .arrays import aligned_array
@@ -112,9 +138,11 @@ class _Shard:
 
     def search(self, queries: np.ndarray, k: int, apply_bias: bool,
                filter_ids: Optional[np.ndarray], activation: Any = None,
-               now: Optional[float] = None, nprobe: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+               now: Optional[float] = None, nprobe: int = 0, where: Any = None,
+               where_each: Any = None) -> Tuple[np.ndarray, np.ndarray]:
         from .arrays import aligned_array
-        kw: Dict[str, Any] = {"apply_bias": apply_bias, "nprobe": nprobe}
+        kw: Dict[str, Any] = {"apply_bias": apply_bias, "nprobe": nprobe, "where": where,
+                              "where_each": where_each}
         if activation is not None:
             kw["activation"] = activation
             kw["now"] = now
@@ -225,10 +253,20 @@ class ShardedStore:
 
     # -- the store API ------------------------------------------------------
 
-    def add(self, ids: Any, vectors: np.ndarray, *, times: Any = None, importance: Any = None) -> None:
+    def add(self, ids: Any, vectors: np.ndarray, *, times: Any = None, importance: Any = None,
+            keys: Any = None, namespaces: Any = None, tags: Any = None, attributes: Any = None,
+            payloads: Any = None) -> None:
         """Adds (upserts) vectors [n x dim], each to its id's shard, with
         optional last-access times (float64 seconds [n]) and importances
-        (float32 [n]) as Store.add takes them."""
+        (float32 [n]), and what the memories hold besides (keys, namespaces,
+        tags, attributes, payloads: lists of n entries, as Store.add takes
+        them) on the same shard as their vector.
+
+        A key stays unique over all the shards: one held by another id on
+        any shard, or given to two ids in this call, raises MnemoValueError
+        (MNEMO_E_INVALID_ARGUMENT) before anything is written. (Two callers
+        writing the same new key to different ids at the same moment are
+        not caught: give each key from one writer.)"""
         ids, parts = self._split(ids)
         vectors = np.asarray(vectors)
         if vectors.shape != (len(ids), self.dim):
@@ -236,8 +274,115 @@ class ShardedStore:
                                                   f"({len(ids)}, {self.dim})")
         t = None if times is None else self._per_id(ids, times, "times", np.float64)
         m = None if importance is None else self._per_id(ids, importance, "importance", np.float32)
-        self._call_all("add", [(ids[p], vectors[p], None if t is None else t[p], None if m is None else m[p])
-                               if len(p) else None for p in parts])
+        fields = self._fields(ids, keys=keys, namespaces=namespaces, tags=tags, attributes=attributes,
+                              payloads=payloads)
+        self._call_all("add", [(ids[p], vectors[p], None if t is None else t[p], None if m is None else m[p],
+                                self._fields_of(fields, p)) if len(p) else None for p in parts])
+
+    # -- fields: keys, namespaces, tags, attributes, payloads ---------------
+
+    def _fields(self, ids: np.ndarray, **columns: Any) -> Dict[str, list]:
+        """The columns given, each a list of one entry per id, with keys
+        checked unique over every shard."""
+        out: Dict[str, list] = {}
+        for name, col in columns.items():
+            if col is None:
+                continue
+            if isinstance(col, (str, bytes)) or not hasattr(col, "__len__"):
+                raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                      f"{name} must be a list of {len(ids)} entries, one per id")
+            col = list(col)
+            if len(col) != len(ids):
+                raise MnemoValueError(Status.E_SHAPE, f"{name} has {len(col)} entries; expected {len(ids)}")
+            out[name] = col
+        keys = out.get("keys")
+        if keys is not None:
+            given: Dict[str, int] = {}
+            last = {int(i): j for j, i in enumerate(ids)}  # a repeated id takes its last entry alone
+            for j, (i, k) in enumerate(zip(ids, keys)):
+                if k is None or last[int(i)] != j:
+                    continue
+                if given.setdefault(k, int(i)) != int(i):
+                    raise MnemoValueError(Status.E_INVALID_ARGUMENT,
+                                          f"key {k!r} is given to memories {given[k]} and {int(i)}")
+            if given:
+                names = list(given)
+                held = self.ids_of_keys(names)
+                for k, h in zip(names, held):
+                    if h != np.uint64(_MASK) and int(h) != given[k]:
+                        raise MnemoValueError(Status.E_INVALID_ARGUMENT, f"key {k!r} is held by memory {int(h)}")
+        return out
+
+    @staticmethod
+    def _fields_of(fields: Dict[str, list], p: np.ndarray) -> Optional[Dict[str, list]]:
+        """One shard's rows (positions p) of each column."""
+        if not fields:
+            return None
+        return {name: [col[j] for j in p] for name, col in fields.items()}
+
+    def update_fields(self, ids: Any, *, keys: Any = None, namespaces: Any = None, tags: Any = None,
+                      attributes: Any = None, payloads: Any = None) -> None:
+        """Writes fields of memories already held (Store.update_fields), on
+        each id's shard; keys checked unique over every shard as add does.
+        An absent id raises MnemoError NOT_FOUND from its shard (the other
+        shards' writes may have been applied then)."""
+        ids, parts = self._split(ids)
+        fields = self._fields(ids, keys=keys, namespaces=namespaces, tags=tags, attributes=attributes,
+                              payloads=payloads)
+        if not fields:
+            return
+        self._call_all("update_fields", [(ids[p], self._fields_of(fields, p)) if len(p) else None for p in parts])
+
+    def ids_of_keys(self, keys: Any) -> np.ndarray:
+        """The id of each key (uint64; NO_ID for a key no memory holds),
+        asked of every shard."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        out = np.full(len(keys), _MASK, dtype=np.uint64)
+        if not keys:
+            return out
+        for got in self._call_all("ids_of_keys", [(keys,) for _ in self._actors]):
+            found = got != np.uint64(_MASK)
+            out[found] = got[found]
+        return out
+
+    def read(self, ids: Any) -> List[Any]:
+        """The Memory of each id (None where absent), in the order given."""
+        ids, parts = self._split(ids)
+        out: List[Any] = [None] * len(ids)
+        for p, got in zip(parts, self._call_all("read", [(ids[p],) if len(p) else None for p in parts])):
+            for j, m in zip(p, got or []):
+                out[j] = m
+        return out
+
+    @staticmethod
+    def _portable(where: Any) -> Any:
+        """A filter as the shards take it: its dictionary form (a Filter's
+        handle lives in this process only)."""
+        from .filters import Filter
+        return where.to_dict() if isinstance(where, Filter) else where
+
+    def select(self, where: Any = None, offset: int = 0, limit: Optional[int] = None) -> np.ndarray:
+        """The ids (ascending) of the memories `where` matches over every
+        shard, from the offset-th on, at most `limit` (Store.select)."""
+        w = self._portable(where)
+        got = self._call_all("select", [(w,) for _ in self._actors])
+        ids = np.sort(np.concatenate([np.asarray(g, dtype=np.uint64) for g in got]))
+        end = None if limit is None else offset + limit
+        return ids[offset:end]
+
+    def count_where(self, where: Any = None) -> int:
+        """How many memories `where` matches over every shard."""
+        w = self._portable(where)
+        return int(sum(self._call_all("count_where", [(w,) for _ in self._actors])))
+
+    def namespaces(self) -> List[Tuple[Tuple[str, ...], int]]:
+        """Each namespace held and how many memories hold it, over every
+        shard, sorted by parts (Store.namespaces)."""
+        total: Dict[Tuple[str, ...], int] = {}
+        for got in self._call_all("namespaces", [() for _ in self._actors]):
+            for parts, n in got:
+                total[tuple(parts)] = total.get(tuple(parts), 0) + int(n)
+        return sorted(total.items())
 
     def _per_id(self, ids: np.ndarray, values: Any, name: str, dtype: Any) -> np.ndarray:
         v = np.asarray(values, dtype=dtype).ravel()
@@ -284,8 +429,14 @@ class ShardedStore:
 
     def search(self, queries: np.ndarray, k: int, *, apply_bias: bool = False,
                filter_ids: Any = None, activation: Any = None, now: Optional[float] = None,
-               touch: bool = False, nprobe: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+               touch: bool = False, nprobe: int = 0, where: Any = None,
+               where_each: Any = None) -> Tuple[np.ndarray, np.ndarray]:
         """k best memories of every query over all shards: (ids, scores) [nq x k].
+
+        where / where_each as Store.search takes them (a Filter or its
+        dictionary form; one for all queries, one per query): every shard
+        returns its best min(k, its matches), so the merged answer holds
+        min(k, matches over all shards), never fewer.
 
         nprobe as Store.search takes it, applied by every shard to its own
         index (build_index): each shard reads its nprobe nearest lists and its
@@ -313,7 +464,9 @@ class ShardedStore:
             raise MnemoValueError(Status.E_UNSUPPORTED,
                                   "min-max normalisation over Ray shards: the shards do not share their ranges")
         at = None if act is None else (time.time() if now is None else float(now))
-        out = self._call_all("search", [(q, int(k), bool(apply_bias), f, act, at, nprobe)
+        w = self._portable(where)
+        we = None if where_each is None else [self._portable(x) for x in where_each]
+        out = self._call_all("search", [(q, int(k), bool(apply_bias), f, act, at, nprobe, w, we)
                                         for _ in self._actors])
         ids, scores = topk_merge([o[0] for o in out], [o[1] for o in out], self.metric)
         if touch:

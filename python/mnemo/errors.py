@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from .enums import Status
 
@@ -30,6 +30,11 @@ class MnemoError(Exception):
         self.status_name: str = status_name or _name_of(status)
         self.message: str = message
         super().__init__(f"{self.status_name} ({self.status}): {message}")
+
+    def __reduce__(self) -> Any:
+        # Pickled by its arguments (an error raised in another process, a
+        # Ray actor's, reaches the caller as itself).
+        return (type(self), (self.status, self.message, self.status_name))
 
 
 class MnemoTypeError(MnemoError, TypeError):

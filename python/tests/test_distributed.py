@@ -192,3 +192,69 @@ def test_index_over_shards(cluster, tmp_path):
     same(again.search(q, 10, nprobe=1), one.search(q, 10))
     again.close()
     rt.close()
+
+
+def field_rows(ids):
+    """Keys (every fourth memory has none), namespaces, tags, attributes and
+    payloads for the memories `ids`."""
+    n = len(ids)
+    return dict(keys=[None if j % 4 == 0 else f"k{int(i)}" for j, i in enumerate(ids)],
+                namespaces=[["users", str(j % 5)] for j in range(n)],
+                tags=[["news"] if j % 3 == 0 else ["misc", "x"] for j in range(n)],
+                attributes=[{"year": 2000 + j % 25, "lang": "en" if j % 2 else "de"} for j in range(n)],
+                payloads=[f"text {j}".encode() for j in range(n)])
+
+
+def held(memories):
+    return [None if m is None else (m.id, m.key, m.namespace, m.tags, m.attributes, m.payload) for m in memories]
+
+
+def test_fields_and_filters_over_shards_match_one_store(cluster, tmp_path):
+    """Fields go to each id's shard; filtered searches (one filter, one a
+    query, a Filter object), selections, counts, key look-ups, reads and
+    namespaces over three shard actors equal one store's; a key stays unique
+    over the shards."""
+    rng = np.random.default_rng(77)
+    n = 600
+    ids = rng.choice(10**9, size=n, replace=False).astype(np.uint64)
+    vecs = rows(rng, n)
+    fields = field_rows(ids)
+    store = distributed.ShardedStore(str(tmp_path), DIM, metric="dot", shards=3, threads=1)
+    store.add(ids, vecs, **fields)
+    rt = mnemo.Runtime(backend="cpu", threads=1)
+    one = mnemo.Store(rt, DIM, metric="dot")
+    one.add(mnemo.aligned_array(ids, np.uint64), vecs, **fields)
+    filters = [{"year": {"$gte": 2020}}, {"$tags": ["news"], "lang": "en"},
+               {"$namespace": {"$under": ["users", "3"]}},
+               {"$or": [{"year": 2001}, {"$key": f"k{int(ids[5])}"}]},
+               {"$key": "nobody"}]
+    q = rows(rng, 7)
+    for w in filters:
+        same(store.search(q, 12, where=w), one.search(q, 12, where=w))
+        assert np.array_equal(store.select(w), one.select(w)), w
+        assert np.array_equal(store.select(w, offset=3, limit=5), one.select(w, offset=3, limit=5)), w
+        assert store.count_where(w) == one.count_where(w), w
+    each = [filters[j % len(filters)] for j in range(len(q))]
+    same(store.search(q, 5, where_each=each), one.search(q, 5, where_each=each))
+    news = mnemo.Filter.tags("news")
+    same(store.search(q, 5, where=news), one.search(q, 5, where=news))
+    assert store.namespaces() == one.namespaces()
+    look = [f"k{int(i)}" for i in ids[:20]] + ["absent"]
+    assert np.array_equal(store.ids_of_keys(look), one.ids_of_keys(look))
+    absent = np.uint64(10**9 + 1)
+    assert held(store.read(np.append(ids[:30], absent))) == held(one.read(np.append(ids[:30], absent)))
+
+    store.update_fields(ids[:10], tags=[["updated"]] * 10)
+    one.update_fields(mnemo.aligned_array(ids[:10], np.uint64), tags=[["updated"]] * 10)
+    same(store.search(q, 10, where={"$tags": ["updated"]}), one.search(q, 10, where={"$tags": ["updated"]}))
+
+    # A key another shard's memory holds, or one key for two ids: refused
+    # before anything is written.
+    with pytest.raises(mnemo.MnemoValueError, match="held by memory"):
+        store.add([absent], rows(rng, 1), keys=[f"k{int(ids[1])}"])
+    with pytest.raises(mnemo.MnemoValueError, match="is given to memories"):
+        store.add([absent, absent + np.uint64(1)], rows(rng, 2), keys=["twice", "twice"])
+    with pytest.raises(mnemo.MnemoValueError):
+        store.add(ids[:2], vecs[:2], tags=[["one list for two ids"]])
+    assert store.count() == n
+    store.close()
