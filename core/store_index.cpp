@@ -89,10 +89,19 @@ IndexLayout Store::compute_layout(const IndexOptions& o, bool take_locks) {
     std::mt19937_64 rng(o.seed ^ 0x5ca1ab1eull);
     for (uint64_t i = 0; i < m; ++i) std::swap(live[i], live[i + rng() % (live.size() - i)]);
     sample.resize(checked_bytes(checked_mul(m, dim_, 4, "training sample"), "training sample") / 4);
+    // Rows holding a non-finite value (written with validation off) stay
+    // out of the training: one would make its centroid non-finite, which a
+    // later open refuses as damage.
+    uint64_t kept = 0;
     for (uint64_t i = 0; i < m; ++i) {
       const Store& p = *parts[live[i].first];
-      convert(p.vectors_.data() + live[i].second * row_bytes_, dtype_, sample.data() + i * dim_, DType::f32, dim_);
+      float* row = sample.data() + kept * dim_;
+      convert(p.vectors_.data() + live[i].second * row_bytes_, dtype_, row, DType::f32, dim_);
+      if (std::all_of(row, row + dim_, [](float v) { return std::isfinite(v); })) ++kept;
     }
+    m = kept;
+    L.nlist = static_cast<uint32_t>(std::min<uint64_t>(L.nlist, m));
+    if (L.nlist == 0) return L;
   }
   // 2. Centroids, trained on the backend the (first) part lives in.
   Backend& be = *parts[0]->home_;

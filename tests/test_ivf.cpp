@@ -366,6 +366,55 @@ TEST(Ivf, SaveAndOpenKeepTheIndex) {
   std::remove(path.c_str());
 }
 
+// With validation off a store may hold non-finite rows; they stay out of
+// the centroids' training. A non-finite centroid outlives the rows that
+// made it: once they are removed, the store saves, and its next open
+// refused the centroid as damage. Every finite row is still found by its
+// own vector at nprobe 1.
+TEST(Ivf, NonFiniteRowsStayOutOfTheCentroids) {
+  auto rng = mt::rng_for_test();
+  const size_t dim = 12, n = 1500;
+  const Mixture mix(rng, 8, dim);
+  mnemo_runtime_options ro = mt::test_options();
+  ro.backend = MNEMO_BACKEND_CPU;
+  ro.validate = 0;
+  auto rt = mt::make_runtime(ro);
+  mt::StorePtr s = mt::make_store(dim, MNEMO_DTYPE_F32, MNEMO_METRIC_L2SQ, rt.get());
+  Buf<float> rows(n * dim);
+  mix.draw(rng, rows.data(), n);
+  for (size_t i = 0; i < n; i += 50) rows[i * dim + i % dim] = i % 100 ? NAN : INFINITY;
+  Buf<uint64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = 5 + i;
+  ASSERT_OK(mnemo_store_add(s.get(), ids.data(), rows.data(), MNEMO_DTYPE_F32, n));
+  mnemo_index_options io = index_opts(16);
+  io.train_per_list = 200;  // the whole store in the sample, the non-finite rows too
+  ASSERT_OK(mnemo_store_build_index(s.get(), &io));
+  EXPECT_EQ(info_of(s.get()).nlist, 16u);
+  mnemo_search_options o = mnemo_search_options_default();
+  o.nprobe = 1;
+  size_t lost = 0;
+  for (size_t i = 1; i < n; i += 7) {
+    if (i % 50 == 0) continue;
+    Buf<float> q(dim);
+    std::copy(rows.data() + i * dim, rows.data() + (i + 1) * dim, q.data());
+    Buf<uint64_t> got(1);
+    Buf<float> score(1);
+    ASSERT_OK(mnemo_store_search(s.get(), q.data(), 1, 1, &o, got.data(), score.data()));
+    lost += got[0] != ids[i];
+  }
+  EXPECT_EQ(lost, 0u);
+  Buf<uint64_t> bad(n / 50);
+  for (size_t i = 0; i < n / 50; ++i) bad[i] = ids[i * 50];
+  ASSERT_OK(mnemo_store_remove(s.get(), bad.data(), n / 50, nullptr));
+  const std::string path = ::testing::TempDir() + "ivf_nonfinite.mnemo";
+  ASSERT_OK(mnemo_store_save(s.get(), path.c_str()));
+  mnemo_store* raw = nullptr;
+  ASSERT_EQ(mnemo_store_open(rt.get(), path.c_str(), &raw), MNEMO_OK) << mnemo_last_error();
+  mt::StorePtr back(raw);
+  EXPECT_EQ(info_of(back.get()).nlist, 16u);
+  std::remove(path.c_str());
+}
+
 // A cosine store of n mixture rows on a sharded runtime, indexed with nlist
 // lists: the shards share the centroids, every memory is indexed, and a
 // full probe of the queries drawn into q (nq of them) equals the exact scan.
