@@ -1,6 +1,6 @@
 #include "slot_postings.h"
 
-#include <cmath>
+#include <algorithm>
 
 #include "number_order.h"
 
@@ -29,8 +29,14 @@ void SlotPostings::add(uint32_t slot, const Record& r) {
     has_[key(name, any)].add(slot);
     has_[key(name, kind_of(v.type))].add(slot);
     switch (v.type) {
-      case ValueType::i64: numbers_[name].ints.emplace(v.i, slot); break;
-      case ValueType::f64: numbers_[name].reals.emplace(v.d, slot); break;
+      case ValueType::i64:
+        numbers_[name].ints.emplace(v.i, slot);
+        numbers_[name].stale = true;
+        break;
+      case ValueType::f64:
+        numbers_[name].reals.emplace(v.d, slot);
+        numbers_[name].stale = true;
+        break;
       case ValueType::boolean: flags_[key(name, v.i ? 1 : 0)].add(slot); break;
       case ValueType::str: text_[key(name, v.s)].add(slot); break;
       case ValueType::none: break;
@@ -49,8 +55,14 @@ void SlotPostings::remove(uint32_t slot, const Record& r) {
     has_[key(name, any)].remove(slot);
     has_[key(name, kind_of(v.type))].remove(slot);
     switch (v.type) {
-      case ValueType::i64: numbers_[name].ints.erase({v.i, slot}); break;
-      case ValueType::f64: numbers_[name].reals.erase({v.d, slot}); break;
+      case ValueType::i64:
+        numbers_[name].ints.erase({v.i, slot});
+        numbers_[name].stale = true;
+        break;
+      case ValueType::f64:
+        numbers_[name].reals.erase({v.d, slot});
+        numbers_[name].stale = true;
+        break;
       case ValueType::boolean: flags_[key(name, v.i ? 1 : 0)].remove(slot); break;
       case ValueType::str: text_[key(name, v.s)].remove(slot); break;
       case ValueType::none: break;
@@ -107,93 +119,85 @@ int compare_numbers(const ValueIn& a, const ValueIn& b) {
 
 namespace {
 
+// The order of a stored number against a bound (order_numbers).
 template <class T>
-bool in_range(T v, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) {
-  ValueIn x;
-  if constexpr (std::is_same_v<T, int64_t>) {
-    x.type = ValueType::i64;
-    x.i = v;
-  } else {
-    x.type = ValueType::f64;
-    x.d = v;
-  }
-  if (lo) {
-    const int c = compare_numbers(x, *lo);
-    if (c < 0 || (c == 0 && !lo_incl)) return false;
-  }
-  if (hi) {
-    const int c = compare_numbers(x, *hi);
-    if (c > 0 || (c == 0 && !hi_incl)) return false;
-  }
-  return true;
+int order_to(T v, const ValueIn& b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return order_numbers(true, v, 0.0, b.type == ValueType::i64, b.i, b.d);
+  else
+    return order_numbers(false, 0, v, b.type == ValueType::i64, b.i, b.d);
 }
 
-// The first element of `s` whose value may be >= lo: started one step
-// below the rounded bound, then walked up by the exact test.
-template <class T>
-auto first_from(const std::set<std::pair<T, uint32_t>>& s, const ValueIn* lo) {
-  if (!lo) return s.begin();
-  const long double b = lo->type == ValueType::i64 ? static_cast<long double>(lo->i) : lo->d;
-  T start;
-  if constexpr (std::is_same_v<T, int64_t>) {
-    if (b <= static_cast<long double>(INT64_MIN)) return s.begin();
-    if (b > static_cast<long double>(INT64_MAX)) return s.end();
-    start = static_cast<int64_t>(std::floor(b));
-    if (start > INT64_MIN) --start;
-  } else {
-    start = std::nextafter(static_cast<double>(b), -INFINITY);
+// The first index of the sorted `v` whose entry `below` says false for
+// (below is true for a prefix: values only grow).
+template <class T, class Below>
+size_t partition_at(const std::vector<std::pair<T, uint32_t>>& v, Below below) {
+  size_t lo = 0, hi = v.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (below(v[mid]))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  return s.lower_bound({start, 0});
+  return lo;
+}
+
+// The entries [first, last) of the sorted `v` inside the range, by the
+// exact order (no bound is rounded).
+template <class T>
+std::pair<size_t, size_t> range_of(const std::vector<std::pair<T, uint32_t>>& v, const ValueIn* lo, bool lo_incl,
+                                   const ValueIn* hi, bool hi_incl) {
+  const size_t a = !lo ? 0 : partition_at(v, [&](const std::pair<T, uint32_t>& e) {
+    const int c = order_to(e.first, *lo);
+    return c < 0 || (c == 0 && !lo_incl);
+  });
+  const size_t b = !hi ? v.size() : partition_at(v, [&](const std::pair<T, uint32_t>& e) {
+    const int c = order_to(e.first, *hi);
+    return c < 0 || (c == 0 && hi_incl);
+  });
+  return {a, std::max(a, b)};
 }
 
 }  // namespace
+
+const SlotPostings::Numbers& SlotPostings::flat(const Numbers& n) const {
+  std::lock_guard<std::mutex> g(flat_mu_);
+  if (n.stale) {
+    n.flat_ints.assign(n.ints.begin(), n.ints.end());
+    n.flat_reals.assign(n.reals.begin(), n.reals.end());
+    n.stale = false;
+  }
+  return n;
+}
 
 template <class Fn>
 void SlotPostings::numeric_walk(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
                                 Fn fn) const {
   auto it = numbers_.find(name);
   if (it == numbers_.end()) return;
-  bool go = true;
-  auto walk = [&](const auto& set) {
-    for (auto e = first_from(set, lo); go && e != set.end(); ++e) {
-      if (in_range(e->first, lo, lo_incl, hi, hi_incl)) {
-        go = fn(e->second);
-        continue;
-      }
-      // Below the lower bound (the start is one step early): go on;
-      // past the upper bound: stop.
-      if (hi) {
-        ValueIn x;
-        if constexpr (std::is_same_v<std::decay_t<decltype(e->first)>, int64_t>) {
-          x.type = ValueType::i64;
-          x.i = e->first;
-        } else {
-          x.type = ValueType::f64;
-          x.d = e->first;
-        }
-        const int c = compare_numbers(x, *hi);
-        if (c > 0 || (c == 0 && !hi_incl)) break;
-      }
-    }
-  };
-  walk(it->second.ints);
-  if (go) walk(it->second.reals);
+  const Numbers& n = flat(it->second);
+  const auto [ia, ib] = range_of(n.flat_ints, lo, lo_incl, hi, hi_incl);
+  const auto [ra, rb] = range_of(n.flat_reals, lo, lo_incl, hi, hi_incl);
+  fn(n.flat_ints.data() + ia, ib - ia);
+  fn(n.flat_reals.data() + ra, rb - ra);
 }
 
 Roaring SlotPostings::numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const {
-  Roaring out;
-  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](uint32_t slot) {
-    out.add(slot);
-    return true;
+  std::vector<uint32_t> slots;
+  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](const auto* e, size_t count) {
+    for (size_t i = 0; i < count; ++i) slots.push_back(e[i].second);
   });
-  return out;
+  // Ascending slots go into the set a container at a time.
+  std::sort(slots.begin(), slots.end());
+  return Roaring(slots.size(), slots.data());
 }
 
 uint64_t SlotPostings::numeric_count(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
                                      uint64_t cap) const {
   uint64_t n = 0;
-  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](uint32_t) { return ++n < cap; });
-  return n;
+  numeric_walk(name, lo, lo_incl, hi, hi_incl, [&](const auto*, size_t count) { n += count; });
+  return std::min(n, cap);
 }
 
 }  // namespace mnemo

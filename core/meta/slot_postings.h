@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <roaring/roaring.hh>
 #include <set>
 #include <unordered_map>
@@ -36,8 +37,8 @@ class SlotPostings {
   // Slots whose numeric value v of `name` lies in the range: lo/hi are the
   // bounds (ValueIn of type i64 or f64, or none for open), inclusive or not.
   Roaring numeric(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl) const;
-  // How many slots numeric() would return, counted up to `cap` (the
-  // planner's estimate: exact below the cap).
+  // How many slots numeric() would return, at most `cap` (the planner's
+  // estimate; found by two binary searches).
   uint64_t numeric_count(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl,
                          uint64_t cap) const;
   // Slots with any namespace / with fields at all.
@@ -61,7 +62,8 @@ class SlotPostings {
 
  private:
   static uint64_t key(uint32_t a, uint32_t b) { return (uint64_t{a} << 32) | b; }
-  // Calls fn(slot) for the slots numeric() returns while fn returns true.
+  // Calls fn(entries, count) for each run of (value, slot) entries
+  // numeric() returns (the int64 values', then the doubles').
   template <class Fn>
   void numeric_walk(uint32_t name, const ValueIn* lo, bool lo_incl, const ValueIn* hi, bool hi_incl, Fn fn) const;
   template <class K>
@@ -69,10 +71,20 @@ class SlotPostings {
     auto it = m.find(k);
     return it == m.end() || it->second.isEmpty() ? nullptr : &it->second;
   }
+  // Per numeric attribute: ordered sets that follow every write, and flat
+  // copies of them that range reads walk (contiguous, no node per entry),
+  // made again by the first read after a change (under flat_mu_: readers
+  // share the store's lock; writers hold it alone).
   struct Numbers {
     std::set<std::pair<int64_t, uint32_t>> ints;
     std::set<std::pair<double, uint32_t>> reals;
+    mutable std::vector<std::pair<int64_t, uint32_t>> flat_ints;
+    mutable std::vector<std::pair<double, uint32_t>> flat_reals;
+    mutable bool stale = true;
   };
+  // The flat copies of `n`, made current.
+  const Numbers& flat(const Numbers& n) const;
+  mutable std::mutex flat_mu_;
   std::unordered_map<uint32_t, Roaring> tags_, ns_;
   std::unordered_map<uint64_t, Roaring> has_, text_, flags_;
   std::unordered_map<uint32_t, Numbers> numbers_;
