@@ -431,4 +431,46 @@ TEST(Fields, ARepeatedIdTakesItsLastEntryAlone) {
 
 TEST(Fields, NumbersCompareExactlyAcrossKinds) { check_exact_numbers(mt::rt()); }
 
+// A batch of queries whose selective filters overlap (the CPU walks the
+// store once for all of them, chunk by chunk): the same answers as the
+// model, k from 1 to past the matches.
+TEST(Fields, BatchesOfOverlappingSelectiveFilters) {
+  auto g = mt::rng_for_test();
+  Fixture fx = make_fixture(g, 6000, 10, mt::rt());
+  std::vector<NodeP> nodes;
+  for (const auto& ns : kSpaces) {
+    if (ns.size() < 2) continue;
+    auto n = std::make_shared<Node>();
+    n->kind = Node::ns_eq;
+    n->strs = ns;
+    nodes.push_back(n);
+  }
+  for (const char* t : {"red", "news", "work"}) {
+    auto n = std::make_shared<Node>();
+    n->kind = Node::all;
+    auto a = std::make_shared<Node>(), b = std::make_shared<Node>();
+    a->kind = Node::tags_any;
+    a->strs = {t};
+    b->kind = Node::ns_under;
+    b->strs = {"users"};
+    n->kids = {a, b};
+    nodes.push_back(n);
+  }
+  std::vector<std::unique_ptr<FilterPtr>> filters;
+  for (const auto& n : nodes) filters.push_back(std::make_unique<FilterPtr>(*n));
+  for (uint64_t k : {1, 10, 50, 2000}) {
+    const uint64_t nq = 24;
+    std::vector<const mnemo_filter*> each;
+    std::vector<const Node*> per_query;
+    for (uint64_t j = 0; j < nq; ++j) {
+      const size_t f = g() % nodes.size();
+      each.push_back(filters[f]->f);
+      per_query.push_back(nodes[f].get());
+    }
+    mnemo_search_options o = mnemo_search_options_default();
+    o.where_each = each.data();
+    check_search(fx, per_query, o, k, g);
+  }
+}
+
 }  // namespace

@@ -86,6 +86,62 @@ void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64
   }
 }
 
+// The shared walk of list_search: chunks of kSharedChunk slots over the
+// threads (dynamic), each thread with a list per query, merged at the end
+// (the order is total, so any split gives the same answer).
+constexpr uint64_t kSharedMinQueries = 8;
+constexpr uint64_t kSharedRowsPerQuery = 256;
+constexpr uint64_t kSharedChunk = 1024;
+
+void shared_list_search(const SearchArgs& a, int nt, uint64_t cap) {
+  const StoreView& s = *a.store;
+  const SlotLists& L = *a.lists;
+  const uint32_t* sl = L.slots;
+  const uint64_t nq = a.nq;
+  std::vector<float> qn(nq);
+  for (uint64_t i = 0; i < nq; ++i) qn[i] = query_norm(a.queries + i * s.dim, s.dim);
+  const uint64_t chunks = (s.slots + kSharedChunk - 1) / kSharedChunk;
+  std::vector<std::vector<TopK>> tops(static_cast<size_t>(nt));
+  ParallelErrors errors;
+  std::atomic<uint64_t> next{0};
+#pragma omp parallel num_threads(nt)
+  errors.run([&] {
+#ifdef _OPENMP
+    std::vector<TopK>& mine = tops[static_cast<size_t>(omp_get_thread_num())];
+#else
+    std::vector<TopK>& mine = tops[0];
+#endif
+    mine.assign(nq, TopK(cap));
+    // Each query's place in its list: this thread's chunks only grow, so
+    // the place only moves forward (by a binary search past the chunks
+    // other threads took).
+    std::vector<uint64_t> at(nq);
+    for (uint64_t i = 0; i < nq; ++i) at[i] = L.bounds[2 * i];
+    for (uint64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
+      const auto lo = static_cast<uint32_t>(c * kSharedChunk);
+      const auto hi = static_cast<uint32_t>(std::min<uint64_t>(s.slots, (c + 1) * kSharedChunk));
+      for (uint64_t i = 0; i < nq; ++i) {
+        uint64_t j = at[i];
+        const uint64_t e = L.bounds[2 * i + 1];
+        if (j == e || sl[j] >= hi) continue;
+        if (sl[j] < lo) j = static_cast<uint64_t>(std::lower_bound(sl + j, sl + e, lo) - sl);
+        const float* q = a.queries + i * s.dim;
+        for (; j < e && sl[j] < hi; ++j) {
+          if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
+          if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn[i], sl[j], &mine[i]);
+        }
+        at[i] = j;
+      }
+    }
+  });
+  errors.rethrow();
+  for (uint64_t i = 0; i < nq; ++i) {
+    for (size_t t = 1; t < tops.size(); ++t)
+      if (!tops[t].empty()) tops[0][i].merge(tops[t][i]);
+    write_results(tops[0][i].take_sorted(), a, i, s.metric);
+  }
+}
+
 // The selective plan: each query scores only its listed slots; queries
 // spread over the threads, and a query of many slots over all of them.
 void list_search(const SearchArgs& a, int nt) {
@@ -128,6 +184,15 @@ void list_search(const SearchArgs& a, int nt) {
       for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
       write_results(parts[0].take_sorted(), a, i, s.metric);
     }
+    return;
+  }
+  // Many queries whose lists overlap (a batch of filters sharing tags or
+  // scopes): the store is walked once in chunks of slots, and in each chunk
+  // every query scores its listed rows there, so a row wanted by several
+  // queries comes from memory once and from the cache after. Each list is
+  // ascending, so a query's rows in a chunk are found by a binary search.
+  if (a.nq >= kSharedMinQueries && rows >= kSharedRowsPerQuery * a.nq) {
+    shared_list_search(a, nt, cap);
     return;
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
