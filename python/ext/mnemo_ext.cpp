@@ -754,6 +754,44 @@ nb::object float32_rows(nb::handle rows, uint64_t dim) {
 
 PyObject* text_object(const char* s) { return PyUnicode_DecodeUTF8(s, (Py_ssize_t)std::strlen(s), "surrogateescape"); }
 
+// A tuple of the texts parts[0..n).
+PyObject* texts_tuple(const char* const* parts, uint32_t n) {
+  PyObject* t = PyTuple_New((Py_ssize_t)n);
+  if (t == nullptr) return nullptr;
+  for (uint32_t j = 0; j < n; ++j) {
+    PyObject* s = text_object(parts[j]);
+    if (s == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, j, s);
+  }
+  return t;
+}
+
+// mnemo_store_read of ids[0..n) with the GIL released; the records are
+// destroyed with the returned handle (a library error raises).
+using Records = std::unique_ptr<mnemo_records, void (*)(mnemo_records*)>;
+Records read_records(uintptr_t store, const uint64_t* ids, uint64_t n) {
+  mnemo_records* records = nullptr;
+  CallResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    r.status = mnemo_store_read(store_of(store), n ? ids : nullptr, n, &records);
+    note_error(r);
+  }
+  check(r);
+  return Records(records, mnemo_records_destroy);
+}
+
+// ids as a one-dimensional uint64 array (C-contiguous, aligned), else the
+// package's error.
+void check_ids(nb::handle ids_obj, HostArray& ids) {
+  Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
+  if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
+  if (p) raise_problem(p);
+}
+
 // A row_type instance (a tuple subclass) of (id, key, namespace, payload,
 // time) for entry i of `records`, Py_None for an id not found, nullptr with
 // a Python error set on failure.
@@ -770,13 +808,8 @@ PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_typ
     return Py_None;
   }
   nb::object key = f.key != nullptr ? nb::steal(text_object(f.key)) : nb::none();
-  nb::object ns = nb::steal(PyTuple_New((Py_ssize_t)f.namespace_depth));
+  nb::object ns = nb::steal(texts_tuple(f.namespace_parts, f.namespace_depth));
   if (!key.is_valid() || !ns.is_valid()) return nullptr;
-  for (uint32_t j = 0; j < f.namespace_depth; ++j) {
-    PyObject* part = text_object(f.namespace_parts[j]);
-    if (part == nullptr) return nullptr;
-    PyTuple_SET_ITEM(ns.ptr(), j, part);
-  }
   nb::object payload = nb::steal(PyBytes_FromStringAndSize(static_cast<const char*>(f.payload),
                                                            f.payload_bytes ? (Py_ssize_t)f.payload_bytes : 0));
   nb::object fields = nb::steal(PyTuple_Pack(5, nb::steal(PyLong_FromUnsignedLongLong(id)).ptr(), key.ptr(), ns.ptr(),
@@ -802,51 +835,23 @@ PyObject* value_object(const mnemo_value& v) {
   }
 }
 
-// A tuple of the texts parts[0..n).
-PyObject* texts_tuple(const char* const* parts, uint32_t n) {
-  PyObject* t = PyTuple_New((Py_ssize_t)n);
-  if (t == nullptr) return nullptr;
-  for (uint32_t j = 0; j < n; ++j) {
-    PyObject* s = text_object(parts[j]);
-    if (s == nullptr) {
-      Py_DECREF(t);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(t, j, s);
-  }
-  return t;
-}
-
 // read_memories(store, ids, memory_type): Store.read. mnemo_store_read of
 // `ids` (a uint64 array, C-contiguous and aligned); per id, None when it is
 // not in the store, else memory_type(id, key, namespace, tags, attributes,
 // payload, time, importance) (mnemo.fields.Memory).
 nb::list read_memories(uintptr_t store, nb::handle ids_obj, nb::handle memory_type) {
   HostArray ids;
-  Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
-  if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
-  if (p) raise_problem(p);
+  check_ids(ids_obj, ids);
   uint64_t n = ids.size();
   nb::list out;
-  mnemo_records* records = nullptr;
-  CallResult r;
-  {
-    nb::gil_scoped_release unlocked;
-    r.status = mnemo_store_read(store_of(store), n ? static_cast<const uint64_t*>(ids.data()) : nullptr, n, &records);
-    note_error(r);
-  }
-  check(r);
-  struct Release {
-    mnemo_records* r;
-    ~Release() { mnemo_records_destroy(r); }
-  } release{records};
+  const Records records = read_records(store, static_cast<const uint64_t*>(ids.data()), n);
   for (uint64_t i = 0; i < n; ++i) {
     uint32_t found = 0;
     uint64_t id = 0;
     double time = 0;
     float importance = 0;
     mnemo_memory_fields f = mnemo_memory_fields_default();
-    mnemo_status s = mnemo_records_get(records, i, &found, &id, &f, &time, &importance);
+    mnemo_status s = mnemo_records_get(records.get(), i, &found, &id, &f, &time, &importance);
     if (s != MNEMO_OK) raise_error(kLibrary, s, mnemo_last_error() ? mnemo_last_error() : "");
     if (!found) {
       out.append(nb::none());
@@ -911,9 +916,7 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
     n = (uint64_t)count;
     id_data = at;
   } else {
-    Problem p = check_array(ids_obj.ptr(), "ids", false, false, ids);
-    if (!p && ids.view().ndim != 1) p = problem(kValue, MNEMO_E_SHAPE, "ids must be one-dimensional");
-    if (p) raise_problem(p);
+    check_ids(ids_obj, ids);
     n = ids.size();
     id_data = static_cast<const uint64_t*>(ids.data());
   }
@@ -930,20 +933,9 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
   }
   nb::list out;
   if (n == 0) return out;
-  mnemo_records* records = nullptr;
-  CallResult r;
-  {
-    nb::gil_scoped_release unlocked;
-    r.status = mnemo_store_read(store_of(store), id_data, n, &records);
-    note_error(r);
-  }
-  check(r);
-  struct Release {
-    mnemo_records* r;
-    ~Release() { mnemo_records_destroy(r); }
-  } release{records};
+  const Records records = read_records(store, id_data, n);
   for (uint64_t i = 0; i < n; ++i) {
-    nb::object row = nb::steal(record_row(records, i, row_type.ptr()));
+    nb::object row = nb::steal(record_row(records.get(), i, row_type.ptr()));
     if (!row.is_valid()) throw nb::python_error();
     if (score_data == nullptr) {
       out.append(row);
