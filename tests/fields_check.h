@@ -48,6 +48,15 @@ struct Node {
 };
 using NodeP = std::shared_ptr<Node>;
 
+// A node of `kind` over strings (tags, namespace parts, keys) and children.
+inline NodeP node_of(Node::Kind kind, std::vector<std::string> strs = {}, std::vector<NodeP> kids = {}) {
+  auto n = std::make_shared<Node>();
+  n->kind = kind;
+  n->strs = std::move(strs);
+  n->kids = std::move(kids);
+  return n;
+}
+
 inline bool is_num(const Val& v) { return v.index() <= 1; }
 inline long double num(const Val& v) {
   return v.index() == 0 ? static_cast<long double>(std::get<0>(v)) : std::get<1>(v);

@@ -438,24 +438,10 @@ TEST(Fields, BatchesOfOverlappingSelectiveFilters) {
   auto g = mt::rng_for_test();
   Fixture fx = make_fixture(g, 6000, 10, mt::rt());
   std::vector<NodeP> nodes;
-  for (const auto& ns : kSpaces) {
-    if (ns.size() < 2) continue;
-    auto n = std::make_shared<Node>();
-    n->kind = Node::ns_eq;
-    n->strs = ns;
-    nodes.push_back(n);
-  }
-  for (const char* t : {"red", "news", "work"}) {
-    auto n = std::make_shared<Node>();
-    n->kind = Node::all;
-    auto a = std::make_shared<Node>(), b = std::make_shared<Node>();
-    a->kind = Node::tags_any;
-    a->strs = {t};
-    b->kind = Node::ns_under;
-    b->strs = {"users"};
-    n->kids = {a, b};
-    nodes.push_back(n);
-  }
+  for (const auto& ns : kSpaces)
+    if (ns.size() >= 2) nodes.push_back(node_of(Node::ns_eq, ns));
+  for (const char* t : {"red", "news", "work"})
+    nodes.push_back(node_of(Node::all, {}, {node_of(Node::tags_any, {t}), node_of(Node::ns_under, {"users"})}));
   std::vector<std::unique_ptr<FilterPtr>> filters;
   for (const auto& n : nodes) filters.push_back(std::make_unique<FilterPtr>(*n));
   for (uint64_t k : {1, 10, 50, 2000}) {

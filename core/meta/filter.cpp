@@ -286,4 +286,36 @@ class Evaluator {
 
 Roaring evaluate(const Filter& f, const FilterScope& scope) { return Evaluator(f, scope).eval(f.root()); }
 
+bool namespace_ids(const FilterNode& n, const FilterScope& s, std::vector<uint32_t>& ids) {
+  ids.clear();
+  std::vector<uint32_t> parts;
+  for (const auto& p : n.strs) {
+    const uint32_t id = s.pool->find(p);
+    if (!id) return false;
+    parts.push_back(id);
+  }
+  if (n.op == FilterOp::ns_eq) {
+    if (const uint32_t id = s.namespaces->find(parts)) ids.push_back(id);
+  } else {
+    ids = s.namespaces->under(parts);
+  }
+  std::sort(ids.begin(), ids.end());
+  return true;
+}
+
+std::vector<uint64_t> named_ids(const FilterNode& n, const FilterScope& s) {
+  std::vector<uint64_t> ids;
+  if (n.kind == NodeKind::ids) {
+    ids = n.ids;
+  } else {
+    for (const auto& k : n.strs) {
+      auto it = s.key_ids->find(k);
+      if (it != s.key_ids->end()) ids.push_back(it->second);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 }  // namespace mnemo

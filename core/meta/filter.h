@@ -81,4 +81,11 @@ struct FilterScope {
 // reader skips those).
 Roaring evaluate(const Filter& f, const FilterScope& scope);
 
+// The NamespaceTable ids (ascending) a namespace node matches; false, with
+// none, when one of its parts was never interned (it matches nothing).
+bool namespace_ids(const FilterNode& n, const FilterScope& scope, std::vector<uint32_t>& ids);
+// The memory ids (ascending, unique) an ids node names, or that a keys
+// node's keys are held by.
+std::vector<uint64_t> named_ids(const FilterNode& n, const FilterScope& scope);
+
 }  // namespace mnemo

@@ -107,7 +107,7 @@ class Compiler {
       }
       case NodeKind::ns: {
         std::vector<uint32_t> ids;
-        if (ns_ids(fn, ids)) {
+        if (namespace_ids(fn, s_, ids)) {
           n.op = ProgOp::ns_in;
           put32(n, ids);
         }
@@ -116,7 +116,7 @@ class Compiler {
       case NodeKind::attribute: attribute(fn, n); break;
       case NodeKind::ids:
       case NodeKind::keys: {
-        std::vector<uint64_t> ids = id_list(fn);
+        std::vector<uint64_t> ids = named_ids(fn, s_);
         n.op = ProgOp::ids_in;
         n.a = static_cast<uint32_t>(out_.u64.size());
         n.n = static_cast<uint32_t>(ids.size());
@@ -159,7 +159,7 @@ class Compiler {
       }
       case NodeKind::ns: {
         std::vector<uint32_t> ids;
-        if (ns_ids(fn, ids))
+        if (namespace_ids(fn, s_, ids))
           for (uint32_t id : ids) add_list(d, dir_.numbers.ns, id);
         return d;
       }
@@ -185,7 +185,7 @@ class Compiler {
       case NodeKind::ids:
       case NodeKind::keys: {
         std::vector<uint32_t> slots;
-        for (uint64_t id : id_list(fn))
+        for (uint64_t id : named_ids(fn, s_))
           if (const auto* e = s_.slot_of->find(id)) slots.push_back(static_cast<uint32_t>(e->second));
         std::sort(slots.begin(), slots.end());
         DriverPart p;
@@ -262,37 +262,6 @@ class Compiler {
                        });
       if (!dup) d.parts.push_back(p), d.size += p.size;
     }
-  }
-  // The namespace ids a namespace node matches; false when a part was
-  // never interned (nothing matches).
-  bool ns_ids(const FilterNode& fn, std::vector<uint32_t>& ids) const {
-    std::vector<uint32_t> parts;
-    for (const auto& p : fn.strs) {
-      const uint32_t id = s_.pool->find(p);
-      if (!id) return false;
-      parts.push_back(id);
-    }
-    if (fn.op == FilterOp::ns_eq) {
-      if (const uint32_t id = s_.namespaces->find(parts)) ids.push_back(id);
-    } else {
-      ids = s_.namespaces->under(parts);
-    }
-    std::sort(ids.begin(), ids.end());
-    return true;
-  }
-  std::vector<uint64_t> id_list(const FilterNode& fn) const {
-    std::vector<uint64_t> ids;
-    if (fn.kind == NodeKind::ids) {
-      ids = fn.ids;
-    } else {
-      for (const auto& k : fn.strs) {
-        auto it = s_.key_ids->find(k);
-        if (it != s_.key_ids->end()) ids.push_back(it->second);
-      }
-    }
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    return ids;
   }
   void put32(ProgNode& n, const std::vector<uint32_t>& v) {
     n.a = static_cast<uint32_t>(out_.u32.size());

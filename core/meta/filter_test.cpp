@@ -22,34 +22,18 @@ FilterTest::FilterTest(const Filter& f, const FilterScope& s) : s_(s), root_(f.r
             n.unknown = true;
         }
         break;
-      case NodeKind::ns: {
-        std::vector<uint32_t> parts;
-        for (const auto& p : fn.strs) {
-          const uint32_t id = s.pool->find(p);
-          if (!id) n.unknown = true;
-          parts.push_back(id);
-        }
-        if (n.unknown) break;
-        if (fn.op == FilterOp::ns_eq) {
-          if (const uint32_t id = s.namespaces->find(parts)) n.ids.push_back(id);
-        } else {
-          n.ids = s.namespaces->under(parts);
-        }
-        std::sort(n.ids.begin(), n.ids.end());
-        break;
-      }
+      case NodeKind::ns: n.unknown = !namespace_ids(fn, s, n.ids); break;
       case NodeKind::attribute:
         n.name = s.pool->find(fn.name);
         n.values = fn.values;
         for (const auto& v : fn.values) n.text.push_back(v.type == ValueType::str ? s.pool->find(v.s) : 0);
         break;
-      case NodeKind::ids: n.id_set.insert(fn.ids.begin(), fn.ids.end()); break;
-      case NodeKind::keys:
-        for (const auto& k : fn.strs) {
-          auto it = s.key_ids->find(k);
-          if (it != s.key_ids->end()) n.id_set.insert(it->second);
-        }
+      case NodeKind::ids:
+      case NodeKind::keys: {
+        const std::vector<uint64_t> ids = named_ids(fn, s);
+        n.id_set.insert(ids.begin(), ids.end());
         break;
+      }
       default: break;
     }
     nodes_.push_back(std::move(n));

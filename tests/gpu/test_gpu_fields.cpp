@@ -74,9 +74,7 @@ TEST_F(GpuFields, EachQueryItsOwnFilter) {
 TEST_F(GpuFields, LargeKOnASelectiveFilter) {
   auto g = mt::rng_for_test();
   Fixture fx = make_fixture(g, 9000, 16, rt_.get());
-  auto n = std::make_shared<Node>();
-  n->kind = Node::tags_any;
-  n->strs = {"red"};
+  NodeP n = node_of(Node::tags_any, {"red"});
   FilterPtr f(*n);
   mnemo_search_options o = mnemo_search_options_default();
   o.where = f.f;
@@ -89,9 +87,7 @@ TEST_F(GpuFields, LargeKOnASelectiveFilter) {
 TEST_F(GpuFields, BiasAndActivationOnTheSelectivePlan) {
   auto g = mt::rng_for_test();
   Fixture fx = make_fixture(g, 3000, 24, rt_.get());
-  auto n = std::make_shared<Node>();
-  n->kind = Node::tags_all;
-  n->strs = {"blue"};
+  NodeP n = node_of(Node::tags_all, {"blue"});
   FilterPtr f(*n);
   mnemo_search_options o = mnemo_search_options_default();
   o.where = f.f;
@@ -144,9 +140,7 @@ TEST_F(GpuFields, DeviceProgramsFollowEveryChange) {
     EXPECT_GE(stats_of(fx).filtered_on_device, start + wide);
     // A filter matching about a tenth of the store, for a few queries: the
     // device's to evaluate (broad ones may be post-filtered on the host).
-    auto n = std::make_shared<Node>();
-    n->kind = Node::tags_any;
-    n->strs = {"red"};
+    NodeP n = node_of(Node::tags_any, {"red"});
     FilterPtr f(*n);
     mnemo_search_options o = mnemo_search_options_default();
     o.where = f.f;
@@ -177,17 +171,9 @@ TEST_F(GpuFields, DeviceProgramsFollowEveryChange) {
 TEST_F(GpuFields, FiltersTooDeepForAProgramStayCorrect) {
   auto g = mt::rng_for_test();
   Fixture fx = make_fixture(g, 1200, 16, rt_.get());
-  auto all = std::make_shared<Node>();
-  all->kind = Node::all;
-  for (int i = 0; i < 70; ++i) {
-    auto c = std::make_shared<Node>();
-    c->kind = Node::neg;
-    auto t = std::make_shared<Node>();
-    t->kind = Node::tags_any;
-    t->strs = {i % 2 ? "unknown-tag" : "cyan"};
-    c->kids.push_back(t);
-    all->kids.push_back(c);
-  }
+  NodeP all = node_of(Node::all);
+  for (int i = 0; i < 70; ++i)
+    all->kids.push_back(node_of(Node::neg, {}, {node_of(Node::tags_any, {i % 2 ? "unknown-tag" : "cyan"})}));
   FilterPtr f(*all);
   mnemo_search_options o = mnemo_search_options_default();
   o.where = f.f;
