@@ -227,6 +227,11 @@ run() {
     compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
       "--gtest_filter=$f:*n700_q2_k2048*:*SampledBoundOnShortRows/F16_Cosine_plain:GpuSearchTies.RowsAtTheSampledBound*" &&
     compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
+  # The tensor-core scan: one, two and four queries a pass, every list
+  # kind, rows of one to four chunks and of the run-time width.
+  bg_step "memcheck + racecheck (tensor-core scan)" 400 bash -c 'f="*F16_Cosine_d768_n5000_q1*:*F16*_d5_n31_q2*:*F16*_d127_n4000_q6*:*_d17_n60013_q5_k31_*:*_d64_n60013_q5_*:*_d33_n60013_q1_*:*n40_q3_k100*:*F16*_n1001_q1_k32*:*F16*_n2999_q1_k256*:GpuSearchTies.*"
+    compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f" &&
+    compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
   # The GPU merge of sharded results, called directly.
   # Filters on the device: the programs' count and write passes, the span
   # scan over per-query tables, and the host's lists past the programs.
@@ -303,13 +308,16 @@ run() {
   # every store size (by default from 2^17 slots).
   step "gpu tests (activation terms ahead)" 300 bash -c "$shards" shards "$out" actterms env MNEMO_ACT_TERMS=1 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuActivation*:GpuSearchGraph.*"
-  # Single-query scans of 16-bit rows on the register-fed scan too (the
-  # suites above take the bulk-copy scan for them).
-  step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+  # Up to four queries over 16-bit rows on the row-by-row scans too (the
+  # suites above take the tensor-core scan for them): the bulk-copy scan,
+  # then the register-fed scan.
+  step "gpu tests (tensor-core scan off)" 200 env MNEMO_SCAN_MMA=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+    "--gtest_filter=*GpuSearch.*F16*:*GpuSearch.*BF16*:GpuSearchTies.*:GpuSearchBits.*"
+  step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_MMA=0 MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*"
   # The short-row and long-list single-query cases on the scans as they were
   # before: a warp a row, and no sampled bound.
-  step "gpu tests (short rows off)" 200 bash -c "$shards" shards "$out" shortoff env MNEMO_SCAN_SHORT=0 \
+  step "gpu tests (short rows off)" 200 bash -c "$shards" shards "$out" shortoff env MNEMO_SCAN_MMA=0 MNEMO_SCAN_SHORT=0 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
   step "gpu tests (sampled bound off)" 200 bash -c "$shards" shards "$out" sampleoff env MNEMO_SCAN_SAMPLE=0 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"

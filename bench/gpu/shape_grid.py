@@ -297,6 +297,7 @@ def main() -> int:
     ap.add_argument("--no-cuvs", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated dims to keep (a quick subset)")
     ap.add_argument("--pairs", default="", help="nq:k pairs to keep, e.g. 1:10,1:100")
+    ap.add_argument("--dtypes", default="", help="comma-separated storage dtypes to keep, e.g. f16,bf16")
     args = ap.parse_args()
     todo = cells(args.part)
     if args.only:
@@ -305,6 +306,9 @@ def main() -> int:
     if args.pairs:
         keep_p = {tuple(int(v) for v in p.split(":")) for p in args.pairs.split(",")}
         todo = [c for c in todo if (c["nq"], c["k"]) in keep_p]
+    if args.dtypes:
+        keep_t = set(args.dtypes.split(","))
+        todo = [c for c in todo if c["dtype"] in keep_t]
     groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
     for c in todo:
         groups.setdefault((c["dim"], c["dtype"], c["metric"], c["store_bytes"]), []).append(c)

@@ -13,6 +13,7 @@
 
 #include "batch/fused_chunks.h"
 #include "batch/mma_frag.cuh"
+#include "device/cp_async.cuh"
 #include "device/device_caps.h"
 #include "scan/row_dot.cuh"
 
@@ -28,17 +29,6 @@ constexpr int kStages = 4;     // three stages in flight: a step waits on latenc
 constexpr int kRowWords = 36;  // 128 bytes of a row per stage + 16 of padding (no bank conflicts)
 constexpr int kStageWords = (kBS + kBQ) * kRowWords;
 constexpr int kSlack = 16;  // buffer room past one tile's worth, so merges are rare
-
-__device__ __forceinline__ void cp_async16(uint32_t* dst, const void* src, bool pred) {
-  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int n = pred ? 16 : 0;  // 0: the 16 bytes are zero-filled
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 // Shared-memory layout in 4-byte words.
 struct FusedSmem {

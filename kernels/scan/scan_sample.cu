@@ -74,17 +74,20 @@ void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t n
 
 }  // namespace
 
-uint32_t scan_sample_count(const StoreRef& s, uint32_t kc) {
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
   static const bool off = [] {
     const char* e = std::getenv("MNEMO_SCAN_SAMPLE");
     return e && std::atoi(e) == 0;
   }();
-  // Register lists (k <= 32) admit cheaply and their tail bounds itself.
-  if (off || kc <= 32) return 0;
+  // Register lists (k <= 32) admit cheaply and their tail bounds itself,
+  // unless an offer costs a re-score (the tensor-core scan): then a
+  // smaller sample (its selection is the sampling's larger part) still
+  // leaves a few offers a warp.
+  if (off || (kc <= 32 && !costly_offers)) return 0;
   // One row in 128: the sample reads under 1% of the store, and about
   // 128 * kc rows are offered to the lists. Stores under 512 * kc rows
   // are not sampled (their lists see few rows each).
-  const uint32_t count = std::min<uint32_t>(s.slots / 128, 16384);
+  const uint32_t count = std::min<uint32_t>(s.slots / 128, kc <= 32 ? 4096 : 16384);
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;
 }

@@ -337,6 +337,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   // Leave the counters zero for the next launch on this context (every
   // warp has read the groups: the loop above ends with a barrier).
   for (uint32_t j = threadIdx.x; j < QB * k; j += kScanThreads) tail.groups[j] = 0;
+  if (tail.live_bound && threadIdx.x < QB) tail.live_bound[threadIdx.x] = 0;
   if (threadIdx.x == 0) {
     *tail.ticket = 0;
     if (tail.next_unit) *tail.next_unit = 0;

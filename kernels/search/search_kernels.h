@@ -74,6 +74,10 @@ struct ScanTail {
   // Shared-memory lists folded by insertion (the tail before the searched
   // ranks; MNEMO_SCAN_FOLD=1, for measuring).
   bool fold = false;
+  // Zeroed device words, one per query of the pass, through which the
+  // blocks share a bound while they scan (ordered bits of a full list's
+  // worst key; the tensor-core scan), left zero again by the last block.
+  unsigned* live_bound = nullptr;
 };
 
 // A span table of an inverted-file search (ivf_search.cu): per query,
@@ -123,8 +127,10 @@ int scan_lanes(const StoreRef& s);
 void launch_scan_sample(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t kc,
                         uint32_t count, int lanes, float* keys, unsigned* bound, cudaStream_t st);
 // Rows to sample for a single-pass scan of kc-entry lists (0: none; the
-// scan then starts without a bound). MNEMO_SCAN_SAMPLE = 0 turns it off.
-uint32_t scan_sample_count(const StoreRef& s, uint32_t kc);
+// scan then starts without a bound). costly_offers: the scan pays for each
+// row it offers (the tensor-core scan's re-score), so lists of any length
+// start from a bound. MNEMO_SCAN_SAMPLE = 0 turns it off.
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers = false);
 
 // The single-query scan fed by bulk copies (bulk_scan.cu): whether it
 // serves this search on the current device (sm_90 and later, one query, no
@@ -135,6 +141,15 @@ bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
 unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count);
 unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
                           unsigned blocks, const ScanTail& tail, cudaStream_t st);
+
+// The tensor-core scan over 16-bit rows (mma_scan.cu): whether it serves
+// this search on the current device (f16 or bf16 rows, up to four queries,
+// lists of up to kSmallKMax; MNEMO_SCAN_MMA = 0 turns it off), and its
+// launch with launch_scan_topk's arguments and outputs.
+bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
+unsigned mma_scan_blocks(const StoreRef& s, unsigned sm_count);
+unsigned launch_mma_scan(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
+                         Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
 
 // Exact keys for every slot (one pass, like the scan) into keys[nq][slots].
 void launch_score_rows(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, float* keys,

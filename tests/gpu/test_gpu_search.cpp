@@ -407,6 +407,57 @@ TEST(GpuSearchBits, BatchScoresAreTheSingleQueryBits) {
       }
 }
 
+// EXACT over 16-bit rows: the tensor-core scan (k <= 256, up to four queries
+// a pass) only filters with its MMA keys, so its answer is the prefix of
+// the answer that scores every row exactly (k = 1000: the score pass and
+// the radix selection), ids and score bits, even where thousands of rows
+// lie within the MMA keys' error of each other: rows one 16-bit step apart
+// around a shared base, queries near it.
+TEST(GpuSearchBits, TensorCoreScanKeepsNearTies) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t n = 20011;
+  for (const int32_t dt : {kF16, kBF16})
+    for (const int32_t me : {kCos, kDot, kL2})
+      for (const size_t dim : {size_t{24}, size_t{64}, size_t{200}, size_t{1000}}) {
+        auto s = mt::make_store(dim, dt, me, gpu.get());
+        ASSERT_TRUE(s);
+        const Matrix base = mt::random_matrix(rng, kF32, 1, dim, true);
+        Matrix rows(kF32, n, dim);
+        for (size_t i = 0; i < n; ++i)
+          for (size_t j = 0; j < dim; ++j) {
+            // A few elements moved by about one 16-bit step.
+            const double b = base.row(0)[j];
+            const double step = (dt == kF16 ? 1.0 / 1024 : 1.0 / 128) * std::abs(b);
+            const double moved = mt::rand_below(rng, 8) == 0 ? (mt::rand_below(rng, 3) - 1.0) * step : 0.0;
+            rows.set(i, j, static_cast<float>(b + moved));
+          }
+        ASSERT_OK(mt::store_add(s.get(), mt::distinct_ids(rng, n), rows));
+        for (const size_t nq : {size_t{1}, size_t{3}}) {
+          Matrix q(kF32, nq, dim);
+          for (size_t i = 0; i < nq; ++i)
+            for (size_t j = 0; j < dim; ++j)
+              q.set(i, j, static_cast<float>(base.row(0)[j] * (1.0 + 1e-3 * mt::rand_nonzero(rng))));
+          Results all;
+          ASSERT_OK(mt::store_search(s.get(), q, 1000, nullptr, &all));
+          for (const size_t k : {size_t{10}, size_t{32}, size_t{100}, size_t{256}}) {
+            Results r;
+            ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
+            for (size_t i = 0; i < nq; ++i)
+              for (size_t j = 0; j < k; ++j) {
+                const std::string at = mt::case_name(dt, me, dim) + " nq " + std::to_string(nq) + " k " +
+                                       std::to_string(k) + " query " + std::to_string(i) + " rank " + std::to_string(j);
+                ASSERT_EQ(r.row_ids(i)[j], all.row_ids(i)[j]) << at;
+                uint32_t a, b;
+                std::memcpy(&a, r.row_scores(i) + j, 4);
+                std::memcpy(&b, all.row_scores(i) + j, 4);
+                ASSERT_EQ(a, b) << at;
+              }
+          }
+        }
+      }
+}
+
 // The resident copy follows every write.
 TEST(GpuStore, UpdatesReachTheDevice) {
   REQUIRE_CUDA(gpu);

@@ -1,0 +1,443 @@
+// The tensor-core scan over 16-bit rows (mma_scan.cu): up to four queries a
+// pass, included only by the generated translation units
+// mma_scan_<dtype>_<metric>.cu (mma_scan_inst.cu.in).
+//
+// Why: the row-by-row scan spends about 30 instructions a row converting,
+// multiplying and reducing, which bounds short rows (and every row with
+// four queries) by instructions, not bytes. Here a warp reads 16 rows at
+// once straight into m16n8k16 A fragments and one MMA does 256 products.
+//
+// EXACT results all the same: the MMA keys are only a filter. Each query
+// is split into 16-bit parts hi + lo (columns 2q and 2q + 1 of B, scaled
+// by a power of two into range), so the MMA sum is within e_rel * |row| *
+// |query| of the true dot product (mma_scan_margin); a row is re-scored by
+// the row-by-row scan's own arithmetic (row_sums, same bits) only when its
+// key could reach the warp's list from within that margin, and only
+// re-scored keys enter a list. So the answers, keys and order are those of
+// the row-by-row scan, bit for bit.
+//
+// Fragments straight from global memory: the dot product does not depend
+// on the order of the dimensions, so lane (g, t) loads 16 bytes (dims 8t ..
+// 8t + 7 of a 32-dim chunk) of rows g and g + 8 and hands them to two MMAs
+// as they lie; B's fragments hold the query's dims in the same order.
+#pragma once
+
+#include <cuda/atomic>
+
+#include "batch/mma_frag.cuh"
+#include "device/cp_async.cuh"
+#include "scan/mma_scan.h"
+#include "scan/row_dot.cuh"
+#include "scan/scan_tail.cuh"
+
+namespace mnemo::cuda {
+
+namespace {
+
+constexpr int kMmaWarps = kScanWarps;
+constexpr int kMmaThreads = kScanThreads;
+
+// 16-bit halves of a float (round to nearest) packed as the MMA takes them.
+template <class T>
+struct Part16;
+template <>
+struct Part16<__half> {
+  __device__ __forceinline__ static unsigned short bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+  __device__ __forceinline__ static float value(unsigned short b) { return __half2float(__ushort_as_half(b)); }
+};
+template <>
+struct Part16<__nv_bfloat16> {
+  __device__ __forceinline__ static unsigned short bits(float v) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+  __device__ __forceinline__ static float value(unsigned short b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
+};
+
+// Halves of a column of B, padded so that lanes of a quarter warp reading
+// two columns hit distinct banks (a stride of 64 modulo 128 bytes).
+__host__ __device__ inline uint32_t mma_col_stride(uint64_t ld) {
+  const uint32_t c = static_cast<uint32_t>((ld + 31) / 32 * 32);
+  return (c / 32) % 2 == 1 ? c : c + 32;
+}
+
+// A warp's ring: kMmaStages stages, each of its lanes' 16-byte pieces of
+// rows (kMmaPieces a lane, each lane reading back only its own) and the
+// metadata of a group of rows (norms, biases and ids of up to 32 rows).
+constexpr int kMmaStages = 3;
+constexpr int kMmaPieces = 4;
+struct MmaMeta {
+  float norm[32], bias[32];
+  unsigned long long id[32];
+};
+constexpr size_t kMmaStageBytes = 32 * kMmaPieces * 16;
+constexpr size_t kMmaRingBytes = kMmaStages * (kMmaStageBytes + sizeof(MmaMeta));
+
+struct MmaSmem {
+  // The warps' rings, then B's columns [2 * QB][stride] halves (their
+  // space, with the rings', reused after the rows for the last block's
+  // merge survivors), then the warp lists [warps][QB][k] and their counts.
+  __host__ __device__ static size_t cols_bytes(int qb, uint64_t ld) {
+    return (static_cast<size_t>(2 * qb) * mma_col_stride(ld) * 2 + 15) / 16 * 16;
+  }
+  __host__ __device__ static size_t front_bytes(int qb, uint64_t ld) {
+    const size_t f = kMmaWarps * kMmaRingBytes + cols_bytes(qb, ld), r = kRankMax * sizeof(Cand);
+    return f > r ? f : r;
+  }
+  static size_t bytes(int qb, uint64_t ld, uint32_t k) {
+    return front_bytes(qb, ld) + static_cast<size_t>(kMmaWarps) * qb * k * sizeof(Cand) + kMmaWarps * qb * sizeof(int);
+  }
+};
+
+// Where piece p (16 bytes) of row r of a step lies in its stage, in 16-byte
+// units: rows of 4 KC pieces one after another, the two halves of a row of
+// 8 pieces swapped in odd rows, so that the eight lanes of a quarter warp
+// (rows g and g + 1, pieces t) read distinct banks. (Rows of 4 pieces fall
+// in distinct banks as they lie.)
+template <int KC>
+__device__ __forceinline__ uint32_t mma_piece_at(uint32_t r, uint32_t p) {
+  return r * (4 * KC) + (KC == 2 ? p ^ ((r & 1u) << 2) : p);
+}
+
+// Whether a key up to `ku` could still enter the list (no id needed: a key
+// equal to the worst one is let through to the exact test), and the list's
+// worst key once full.
+__device__ __forceinline__ bool may_enter(const RegList& l, float ku) { return l.n < l.k || !(ku < l.worst_key); }
+__device__ __forceinline__ bool may_enter(const WarpList& l, float ku) { return l.n < l.k || !(ku < l.c[l.k - 1].key); }
+__device__ __forceinline__ float worst_of(const RegList& l) { return l.worst_key; }
+__device__ __forceinline__ float worst_of(const WarpList& l) { return l.c[l.k - 1].key; }
+
+// The largest key a row can have given its MMA sum (a dot product, or for
+// L2 a distance) within err: key_of is monotone in the sum (increasing, or
+// decreasing with a negative weight or for L2), so its larger end value.
+__device__ __forceinline__ float key_bound(const StoreRef& s, float sum, float err, float qnorm, const SlotMeta& m) {
+  return fmaxf(key_of<true>(s, sum - err, qnorm, m), key_of<true>(s, sum + err, qnorm, m));
+}
+
+// CH: 32-dim chunks a row when known at compile time (1, 2 or 4; B then
+// stays in registers), 0 for the run-time width (B read from shared
+// memory). A step copies kMmaPieces pieces a lane: two tiles of 16 rows of
+// one chunk (CH = 1), or one tile of two chunks; a group (the rows of one
+// epilogue) is the step's tiles, its chunks taking one step or more.
+template <class T, bool L2, int QB, class List, int CH>
+__global__ void __launch_bounds__(kMmaThreads, 3)
+    mma_scan_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                    uint32_t k, float e_rel, Cand* __restrict__ cand, ScanTail tail) {
+  static_assert(QB >= 1 && QB <= 4, "four queries a pass at most (B has 8 columns)");
+  constexpr int R = CH == 1 ? 2 : 1;   // tiles a group
+  constexpr int KC = CH == 1 ? 1 : 2;  // chunks a step
+  static_assert(64 * R * KC == 32 * kMmaPieces, "a step is the warp's pieces");
+  constexpr int S = kMmaStages;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float s_scale[QB], s_qnorm[QB];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint64_t ld = s.ld;
+  const uint32_t stride = mma_col_stride(ld), nch = static_cast<uint32_t>((ld + 31) / 32);
+  unsigned char* ring = smem + warp * kMmaRingBytes;
+  uint4* pieces = reinterpret_cast<uint4*>(ring);  // [S][32][kMmaPieces]
+  MmaMeta* metas = reinterpret_cast<MmaMeta*>(ring + S * kMmaStageBytes);
+  unsigned short* cols = reinterpret_cast<unsigned short*>(smem + kMmaWarps * kMmaRingBytes);
+  const size_t f_bytes = MmaSmem::front_bytes(QB, ld);
+  Cand* lists = reinterpret_cast<Cand*>(smem + f_bytes);
+  int* counts = reinterpret_cast<int*>(lists + kMmaWarps * QB * k);
+
+  // Each query's scale (a power of two taking its largest magnitude into
+  // [1, 2): no 16-bit overflow, exact to undo) and norm, a warp a query.
+  if (warp < QB) {
+    float mx = 0.0f, n2 = 0.0f;
+    if (warp < static_cast<int>(nq))
+      for (uint64_t i = lane; i < ld; i += 32) {
+        const float v = queries[warp * ld + i];
+        mx = fmaxf(mx, fabsf(v));
+        n2 = fmaf(v, v, n2);
+      }
+    for (int off = 16; off > 0; off >>= 1) {
+      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+      n2 += __shfl_xor_sync(kFullMask, n2, off);
+    }
+    if (lane == 0) {
+      // A non-finite query gets no finite margin: every row is re-scored.
+      // (Queries below 2^-100 would underflow the 16-bit parts: no margin
+      // either.)
+      const bool finite = mx <= 3.0e38f && (mx == 0.0f || mx >= 0x1p-100f);
+      s_scale[warp] = finite && mx > 0.0f ? ldexpf(1.0f, -ilogbf(mx)) : 1.0f;
+      s_qnorm[warp] = finite ? sqrtf(n2) : __int_as_float(0x7f800000);
+    }
+  }
+  __syncthreads();
+  // B's columns: 2q the query's high part, 2q + 1 what is left of it.
+  for (uint32_t i = threadIdx.x; i < QB * stride; i += kMmaThreads) {
+    const int q = static_cast<int>(i / stride);
+    const uint32_t d = i % stride;
+    const float v = q < static_cast<int>(nq) && d < ld ? queries[q * ld + d] * s_scale[q] : 0.0f;
+    const unsigned short hi = Part16<T>::bits(v);
+    cols[(2 * q) * stride + d] = hi;
+    cols[(2 * q + 1) * stride + d] = Part16<T>::bits(v - Part16<T>::value(hi));
+  }
+  __syncthreads();
+
+  List wl[QB];
+  float qn[QB], lo[QB];
+#pragma unroll
+  for (int q = 0; q < QB; ++q) {
+    wl[q] = make_list<List>(lists + (warp * QB + q) * k, k);
+    qn[q] = q < static_cast<int>(nq) ? qnorms[q] : 0.0f;
+    lo[q] = start_bound(tail.start, q);
+  }
+  // Lane (g, t) keeps query t's keys: its scale back and its margin per
+  // unit of row norm.
+  const int my_q = t < QB ? t : 0;
+  const bool my_use = t < QB && t < static_cast<int>(nq);
+  const float unscale = 1.0f / s_scale[my_q];
+  const float err_q = e_rel * s_qnorm[my_q];
+  const float my_qn = s_qnorm[my_q];
+  // The bound the blocks share for each query (a full list's worst key:
+  // no row below it can be among the k best), and what this warp last
+  // published.
+  unsigned* const shared_bound = tail.live_bound;
+  unsigned published[QB];
+#pragma unroll
+  for (int q = 0; q < QB; ++q) published[q] = 0;
+
+  // B fragments: column g (zero where no query), dims 8t .. 8t + 7 of chunk
+  // c (zero past the row's chunks).
+  const bool col_real = g < 2 * QB;
+  const unsigned short* my_col = cols + (col_real ? g : 0) * stride + 8 * t;
+  auto b_frag = [&](uint32_t c) -> uint4 {
+    return col_real && c < nch ? *reinterpret_cast<const uint4*>(my_col + c * 32) : make_uint4(0, 0, 0, 0);
+  };
+  uint4 breg[CH > 0 ? CH : 1];
+  if constexpr (CH > 0) {
+#pragma unroll
+    for (int c = 0; c < CH; ++c) breg[c] = b_frag(c);
+  }
+
+  const auto* base = static_cast<const unsigned char*>(s.vectors);
+  const size_t row_bytes = ld * 2;
+  const uint32_t n_rows = s.slots;
+  const uint32_t tiles = (n_rows + 15) / 16;
+  const uint32_t warps = gridDim.x * kMmaWarps, wg = blockIdx.x * kMmaWarps + warp;
+  const uint32_t spt = CH > 0 ? (CH + KC - 1) / KC : (nch + KC - 1) / KC;  // steps a group
+  const uint32_t groups = tiles > wg ? (tiles - wg + R * warps - 1) / (R * warps) : 0;
+  const uint32_t total = groups * spt;
+  auto first_row = [&](uint32_t group, int r) { return (wg + (group * R + r) * warps) * 16; };
+
+  // Step i's copies: its pieces, and at a group's first step the group's
+  // metadata (16 pieces a tile; a piece the store's arrays end inside is
+  // copied element by element).
+  auto issue = [&](uint32_t i) {
+    const uint32_t group = i / spt, c0 = (i % spt) * KC, stage = i % S;
+    // Coalesced: piece p = j * 32 + lane of the stage is piece p % (4 KC)
+    // of row p / (4 KC) (rows of the step's tiles one after another), so
+    // a warp's copy covers whole 128-byte lines (a lane's own fragment
+    // pieces, copied by itself, took twice the L2 requests a byte).
+    uint4* st = pieces + stage * 32 * kMmaPieces;
+#pragma unroll
+    for (int j = 0; j < kMmaPieces; ++j) {
+      const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
+      const uint32_t row = first_row(group, static_cast<int>(rr / 16)) + rr % 16;
+      const uint32_t ch = c0 + piece / 4;
+      const uint64_t d = static_cast<uint64_t>(ch) * 32 + 8 * (piece % 4);
+      const bool ok = ch < nch && d < ld && row < n_rows;
+      cp_async16(st + mma_piece_at<KC>(rr, piece), ok ? base + row * row_bytes + d * 2 : base, ok);
+    }
+  };
+  auto issue_meta = [&](uint32_t i) {
+    const uint32_t group = i / spt, c0 = (i % spt) * KC;
+    if (c0 == 0) {
+      MmaMeta& m = metas[group % S];
+      const int r = lane / 16, p = lane % 16;
+      if (r < R) {
+        const uint32_t b0 = first_row(group, r);
+        const int at = r * 16;
+        // Pieces 0-3: norms, 4-7: biases, 8-15: ids (four, four, two rows).
+        const bool is_id = p >= 8;
+        const uint32_t first = b0 + (is_id ? (p - 8) * 2 : (p % 4) * 4), per = is_id ? 2 : 4;
+        void* to = is_id   ? static_cast<void*>(&m.id[at + (p - 8) * 2])
+                   : p < 4 ? static_cast<void*>(&m.norm[at + p * 4])
+                           : static_cast<void*>(&m.bias[at + (p - 4) * 4]);
+        const void* from = is_id   ? static_cast<const void*>(s.ids + first)
+                           : p < 4 ? static_cast<const void*>(s.norms + first)
+                                   : static_cast<const void*>(s.biases + first);
+        const bool wanted = p < 4 || is_id || s.apply_bias;
+        if (wanted) {
+          if (first + per <= n_rows) {
+            cp_async16(to, from, true);
+          } else if (is_id) {
+            for (uint32_t e = 0; e < per; ++e)
+              static_cast<unsigned long long*>(to)[e] = first + e < n_rows ? s.ids[first + e] : ~0ull;
+          } else {
+            for (uint32_t e = 0; e < per; ++e)
+              static_cast<float*>(to)[e] = first + e < n_rows ? static_cast<const float*>(from)[e] : 0.0f;
+          }
+        }
+      }
+    }
+  };
+
+  // The exact key of (slot, query q), as the row-by-row scan computes it.
+  auto exact_key = [&](uint32_t slot, int q) {
+    const unsigned char* rows[1] = {base + slot * row_bytes};
+    float acc[1][1];
+    row_sums<T, L2, 0, 1, 1, 32>(rows, queries + q * ld, ld, lane, acc);
+    return key_of<true>(s, acc[0][0], qn[q], slot_meta<true>(s, slot));
+  };
+
+  // The shared bound as read at the previous group's end: the load has a
+  // whole group's work to arrive in.
+  unsigned sb = 0;
+  auto read_bound = [&] {
+    if (shared_bound)
+      sb = ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device>(shared_bound[my_q])
+               .load(::cuda::memory_order_relaxed);
+  };
+  float c[R][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) c[r][j] = 0.0f;
+  for (uint32_t i = 0; i < S - 1; ++i) {
+    if (i < total) issue(i), issue_meta(i);
+    cp_async_commit();
+  }
+  for (uint32_t i = 0; i < total; ++i) {
+    cp_async_wait<S - 2>();
+    __syncwarp();  // other lanes' metadata copies are visible, and the stage i - 1 read
+    if (i + S - 1 < total) issue(i + S - 1), issue_meta(i + S - 1);
+    cp_async_commit();
+    const uint32_t group = i / spt, c0 = (i % spt) * KC;
+    const bool last = i % spt == spt - 1;
+    const uint4* stg = pieces + (i % S) * 32 * kMmaPieces;
+#pragma unroll
+    for (int kc = 0; kc < KC; ++kc) {
+      const uint32_t ch = c0 + kc;
+      // (Registers chosen by a compile-time index: c0 is 0 or, for CH = 4
+      // in its second step, 2.)
+      uint4 b = CH > 0 ? breg[kc] : b_frag(ch);
+#pragma unroll
+      for (int j = KC; j < CH; j += KC)
+        if (c0 == static_cast<uint32_t>(j)) b = breg[j + kc];
+      const uint32_t b1[2] = {b.x, b.y}, b2[2] = {b.z, b.w};
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const uint4 xa = stg[mma_piece_at<KC>(r * 16 + g, kc * 4 + t)];
+        const uint4 xb = stg[mma_piece_at<KC>(r * 16 + g + 8, kc * 4 + t)];
+        const uint32_t a1[4] = {xa.x, xb.x, xa.y, xb.y};
+        const uint32_t a2[4] = {xa.z, xb.z, xa.w, xb.w};
+        Mma<T>::mma(c[r], a1, b1);
+        Mma<T>::mma(c[r], a2, b2);
+      }
+    }
+    if (!last) continue;
+    // The filter: rows whose key could reach the list from within the
+    // margin are re-scored exactly and offered, one at a time.
+    const MmaMeta& mm = metas[group % S];
+    const float shared_lo = sb ? from_ordered_bits(sb) : -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t b0 = first_row(group, r);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int at = r * 16 + g + 8 * h;
+        const uint32_t slot = b0 + g + 8 * h;
+        SlotMeta m;
+        m.norm = mm.norm[at];
+        m.norm2 = m.norm * m.norm;
+        m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
+        m.live = slot < n_rows &&
+                 (s.all_live || (mm.id[at] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull))));
+        if (s.act && !s.act_in_bias && m.live) m.bias = slot_extra(s, slot, m.bias);
+        const float sum = (h == 0 ? c[r][0] + c[r][1] : c[r][2] + c[r][3]) * unscale;
+        float ku;
+        if (L2) {
+          const float d2 = fmaf(-2.0f, sum, m.norm2 + my_qn * my_qn);
+          const float nn = m.norm + my_qn;
+          ku = key_bound(s, d2, 2.0f * e_rel * nn * nn, qn[my_q], m);
+        } else {
+          ku = key_bound(s, sum, err_q * m.norm, qn[my_q], m);
+        }
+        bool pass = my_use && m.live && !(ku < shared_lo);
+#pragma unroll
+        for (int q = 0; q < QB; ++q)
+          if (q == my_q) pass = pass && !(ku < lo[q]) && may_enter(wl[q], ku);
+        unsigned mask = __ballot_sync(kFullMask, pass);
+        while (mask) {
+          const int src = __ffs(mask) - 1;
+          mask &= mask - 1;
+          const uint32_t cs = __shfl_sync(kFullMask, slot, src);
+          const int q = src % 4;
+          const float key = exact_key(cs, q);
+#pragma unroll
+          for (int qq = 0; qq < QB; ++qq)
+            if (qq == q && key >= lo[qq] && wl[qq].admits(key, cs, s.ids)) {
+              wl[qq].insert(key, cs, s.ids, lane);
+              // A full list's worst key bounds the query's k-th best.
+              if (shared_bound && wl[qq].n == wl[qq].k) {
+                const unsigned w = ordered_bits(worst_of(wl[qq]));
+                if (w > published[qq]) {
+                  published[qq] = w;
+                  if (lane == 0) atomicMax(shared_bound + qq, w);
+                }
+              }
+            }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) c[r][j] = 0.0f;
+    }
+    read_bound();
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the rings' and B's space now holds the merge survivors
+  finish_scan<List, QB>(wl, lists, counts, s.ids, nq, k, cand, tail, warp, lane, reinterpret_cast<Cand*>(smem),
+                        static_cast<uint32_t>(f_bytes / sizeof(Cand)));
+}
+
+template <class Kernel>
+void launch_mma_instance(Kernel kernel, unsigned blocks, size_t smem, cudaStream_t st, const StoreRef& s,
+                         const float* q, const float* qn, uint32_t nq, uint32_t k, float e_rel, Cand* cand,
+                         const ScanTail& tail) {
+  if (smem > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "mma scan smem");
+  kernel<<<blocks, kMmaThreads, smem, st>>>(s, q, qn, nq, k, e_rel, cand, tail);
+}
+
+// Chunks known at compile time for rows of up to 128 dims (B in
+// registers); the run-time width beyond.
+template <class T, bool L2, int QB, class List>
+void dispatch_mma(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, float e_rel, Cand* cand,
+                  unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  const size_t smem = MmaSmem::bytes(QB, s.ld, k);
+  auto go = [&](auto kernel) { launch_mma_instance(kernel, blocks, smem, st, s, q, qn, nq, k, e_rel, cand, tail); };
+  const uint64_t nch = (s.ld + 31) / 32;
+  if (nch == 1)
+    go(mma_scan_kernel<T, L2, QB, List, 1>);
+  else if (nch == 2)
+    go(mma_scan_kernel<T, L2, QB, List, 2>);
+  else if (nch <= 4)
+    go(mma_scan_kernel<T, L2, QB, List, 4>);
+  else
+    go(mma_scan_kernel<T, L2, QB, List, 0>);
+}
+
+}  // namespace
+
+template <class T, bool L2>
+void launch_mma_scan_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, float e_rel,
+                           Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  auto by_list = [&](auto qb_tag) {
+    constexpr int QB = decltype(qb_tag)::value;
+    if (k > 32)
+      dispatch_mma<T, L2, QB, WarpList>(s, q, qn, nq, k, e_rel, cand, blocks, tail, st);
+    else
+      dispatch_mma<T, L2, QB, RegList>(s, q, qn, nq, k, e_rel, cand, blocks, tail, st);
+  };
+  if (nq <= 1)
+    by_list(std::integral_constant<int, 1>{});
+  else if (nq <= 2)
+    by_list(std::integral_constant<int, 2>{});
+  else
+    by_list(std::integral_constant<int, 4>{});
+}
+
+}  // namespace mnemo::cuda
