@@ -7,6 +7,7 @@
 
 #include "device/device_caps.h"
 #include "scan/mma_scan.h"
+#include "scan/mma_scan_kernel.cuh"
 
 namespace mnemo::cuda {
 
@@ -34,8 +35,12 @@ bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
     return e ? std::atoi(e) : -1;
   }();
   if (forced == 0) return false;
+  // Shared memory: the rings, the queries' columns and the lists must fit
+  // a block (wider rows take the row-by-row scans).
+  const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   return (s.dtype == DType::f16 || s.dtype == DType::bf16) && nq >= 1 && nq <= 4 && k >= 1 &&
-         k <= static_cast<uint32_t>(kSmallKMax) && s.ld % 8 == 0 && device_major() >= 8;
+         k <= static_cast<uint32_t>(kSmallKMax) && s.ld % 8 == 0 && device_major() >= 8 &&
+         MmaSmem::bytes(qb, s.ld, k) <= 227 * 1024;
 }
 
 unsigned mma_scan_blocks(const StoreRef& s, unsigned sm_count) {
