@@ -77,6 +77,20 @@ inline void prefetch_slot(const StoreView& s, uint64_t slot) {
 }
 constexpr uint64_t kAheadRows = 4;
 
+// Scores the listed slots sl[j..to) below slot `below` for one query into
+// top, asking before each for the row kAheadRows further down its list
+// (which ends at e); returns where it stopped. The three walks of
+// list_search share it.
+inline uint64_t score_listed(const StoreView& s, const SearchArgs& a, const float* q, const float* qn,
+                             const uint32_t* sl, uint64_t j, uint64_t to, uint64_t e, TopK* top,
+                             uint32_t below = UINT32_MAX) {
+  for (; j < to && sl[j] < below; ++j) {
+    if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
+    if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, qn, sl[j], top);
+  }
+  return j;
+}
+
 // The rows of `bits` (slot b0 + r for bit r) scored one by one.
 void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t b0,
                  uint64_t bits, TopK* tops) {
@@ -125,12 +139,7 @@ void shared_list_search(const SearchArgs& a, int nt, uint64_t cap) {
         const uint64_t e = L.bounds[2 * i + 1];
         if (j == e || sl[j] >= hi) continue;
         if (sl[j] < lo) j = static_cast<uint64_t>(std::lower_bound(sl + j, sl + e, lo) - sl);
-        const float* q = a.queries + i * s.dim;
-        for (; j < e && sl[j] < hi; ++j) {
-          if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
-          if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn[i], sl[j], &mine[i]);
-        }
-        at[i] = j;
+        at[i] = score_listed(s, a, a.queries + i * s.dim, &qn[i], sl, j, e, e, &mine[i], hi);
       }
     }
   });
@@ -175,10 +184,7 @@ void list_search(const SearchArgs& a, int nt) {
         TopK& top = parts[0];
 #endif
         for (uint64_t c = next.fetch_add(kChunk); c < e; c = next.fetch_add(kChunk))
-          for (uint64_t j = c; j < std::min(e, c + kChunk); ++j) {
-            if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
-            if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn, sl[j], &top);
-          }
+          score_listed(s, a, q, &qn, sl, c, std::min(e, c + kChunk), e, &top);
       });
       errors.rethrow();
       for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
@@ -201,10 +207,8 @@ void list_search(const SearchArgs& a, int nt) {
       const float* q = a.queries + static_cast<uint64_t>(i) * s.dim;
       const float qn = query_norm(q, s.dim);
       TopK top(cap);
-      for (uint64_t j = L.bounds[2 * i], e = L.bounds[2 * i + 1]; j < e; ++j) {
-        if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
-        if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, &qn, sl[j], &top);
-      }
+      const uint64_t e = L.bounds[2 * i + 1];
+      score_listed(s, a, q, &qn, sl, L.bounds[2 * i], e, e, &top);
       write_results(top.take_sorted(), a, static_cast<uint64_t>(i), s.metric);
     });
   }

@@ -144,10 +144,10 @@ void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n,
   // row is read, each step asks for the lines that far past the ones it
   // reads (rows follow each other); rows narrower than a vector ask for a
   // whole row that far ahead before each row, and a lone row (a gather)
-  // for nothing past it. Measured on the 2-core
-  // machine, one query over 256 MB of f32 rows, k = 10: 128 wide 9.55 ->
-  // 8.88 ms, 384 wide 9.81 -> 8.85, 768 10.13 -> 8.60, 3072 11.17 -> 8.78
-  // (the read floor 8.8-9.0 ms) against a whole row asked for at once.
+  // for nothing past it. Measured on the 2-core machine, one query over
+  // 256 MB of f32 rows, k = 10: 128 wide 9.55 -> 8.88 ms, 384 wide 9.81 ->
+  // 8.85, 768 10.13 -> 8.60, 3072 11.17 -> 8.78 (the read floor 8.8-9.0 ms)
+  // against whole rows asked for at once.
   const size_t row_bytes = dim * sizeof(typename L::T);
   const size_t pf = n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows() ? prefetch_ahead() : 0;
   const size_t ahead = row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;

@@ -16,10 +16,12 @@
 // re-scored keys enter a list. So the answers, keys and order are those of
 // the row-by-row scan, bit for bit.
 //
-// Fragments straight from global memory: the dot product does not depend
-// on the order of the dimensions, so lane (g, t) loads 16 bytes (dims 8t ..
-// 8t + 7 of a 32-dim chunk) of rows g and g + 8 and hands them to two MMAs
-// as they lie; B's fragments hold the query's dims in the same order.
+// Rows reach shared memory through a ring of cp.async stages a warp, its
+// copies covering whole 128-byte lines. The dot product does not depend on
+// the order of the dimensions, so lane (g, t) then reads 16 bytes (dims 8t
+// .. 8t + 7 of a 32-dim chunk) of rows g and g + 8 from the stage and hands
+// them to two MMAs as they lie; B's fragments hold the query's dims in the
+// same order.
 #pragma once
 
 #include <cuda/atomic>
