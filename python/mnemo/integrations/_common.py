@@ -456,6 +456,8 @@ class FilterCache:
         self._items: Dict[Hashable, Any] = {}
         self._size = size
         self._lock = threading.Lock()
+        # A hit without a Python call: the dict's own get (None: not made yet).
+        self.find = self._items.get
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         # A hit is one look-up, without the lock (a dict's get is atomic);
@@ -478,6 +480,8 @@ def filter_key(f: Any) -> Hashable:
     """A hashable form of a dictionary filter (None for one without): a
     flat dict of str, int and bool values as its items with their types
     (True, 1 and 1.0 are different filters), anything else as its JSON."""
+    if f is None:
+        return None
     if type(f) is dict:
         if len(f) == 1:
             for k, v in f.items():

@@ -261,12 +261,30 @@ class MnemoVectorStore(VectorStore):
     def similarity_search_with_score_by_vector(self, embedding: List[float], k: int = 4,
                                                filter: Optional[dict] = None,
                                                **kwargs: Any) -> List[Tuple[Document, float]]:
-        return [(self._document(m), s) for _, s, m in self._search(embedding, k, filter)]
+        # The search's steps in this one frame: after a search over a large
+        # store little of this code is still in the caches, and each
+        # further function adds its misses.
+        store = self._backing.store
+        if store is None or k <= 0:
+            return []
+        plan = None
+        if type(filter) is dict:
+            plan = self._plans.find(c.filter_key(filter))
+        if plan is None:
+            plan = self._plan(filter)
+        loads = c.loads
+        ns = self._ns
+        out = []
+        for _, s, m in c.run_search(store, c.as_query(embedding), k, plan):
+            body = loads(m.payload)
+            out.append((Document(id=m.key if ns is None else loads(m.key)[-1],
+                                 page_content=body["text"], metadata=body["metadata"]), s))
+        return out
 
     def similarity_search_by_vector(self, embedding: List[float], k: int = 4,
                                     filter: Optional[dict] = None,
                                     **kwargs: Any) -> List[Document]:
-        return [self._document(m) for _, _, m in self._search(embedding, k, filter)]
+        return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter)]
 
     def similarity_search_with_score(self, query: str, k: int = 4,
                                      filter: Optional[dict] = None,
