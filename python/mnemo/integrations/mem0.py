@@ -161,14 +161,24 @@ class MnemoVectorStore(VectorStoreBase):
         self._backing = _backing(path, store_name, embedding_model_dims, metric)
         self._scope = Filter.namespace((collection_name,))
         self._plans = c.FilterCache()
+        self._prefix = c.key_prefix([collection_name]) + '"'
 
     # Keys and payloads.
 
     def _key(self, vector_id: Any) -> str:
         return c.canon_strs([self.collection_name, str(vector_id)])
 
+    def _id(self, key: str) -> str:
+        """The mem0 id of a key: the text between the quotes of its last
+        part when nothing in it is escaped (no backslash), else the JSON
+        decoded."""
+        pre = self._prefix
+        if key.startswith(pre) and "\\" not in key:
+            return key[len(pre):-2]
+        return c.loads(key)[-1]
+
     def _output(self, m: Any, score: Optional[float] = None) -> OutputData:
-        return OutputData(id=c.loads(m.key)[-1], score=score, payload=c.loads(m.payload))
+        return OutputData(id=self._id(m.key), score=score, payload=c.loads(m.payload))
 
     @staticmethod
     def _project(payload: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
@@ -187,6 +197,7 @@ class MnemoVectorStore(VectorStoreBase):
         self.collection_name = name
         self._scope = Filter.namespace((name,))
         self._plans = c.FilterCache()
+        self._prefix = c.key_prefix([name]) + '"'
 
     def insert(self, vectors: List[List[float]], payloads: Optional[List[Dict]] = None,
                ids: Optional[List[str]] = None) -> None:
@@ -214,8 +225,10 @@ class MnemoVectorStore(VectorStoreBase):
         store = self._backing.store
         if store is None or top_k <= 0:
             return []
-        hits = c.run_search(store, c.as_query(vectors), int(top_k), self._plan(filters))
-        return [self._output(m, s) for _, s, m in hits]
+        plan = self._plans.find(c.filter_key(filters)) or self._plan(filters)
+        loads = c.loads
+        return [OutputData(id=self._id(m.key), score=s, payload=loads(m.payload))
+                for _, s, m in c.run_search(store, c.as_query(vectors), int(top_k), plan)]
 
     def _id_of(self, vector_id: Any) -> Optional[int]:
         found = self._backing.ids_of([self._key(vector_id)])[0]
