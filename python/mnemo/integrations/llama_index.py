@@ -26,7 +26,7 @@ whole mapping.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -46,6 +46,9 @@ __all__ = ["MnemoVectorStore", "translate_filters"]
 _NODE_TYPES = {cls.class_name(): cls for cls in (TextNode, Node, ImageNode, IndexNode, Document,
                                                   ImageDocument)}
 _CLASS_MARK = '"class_name":"'
+# The modes, read once (an enum member read runs Python code).
+_DEFAULT = VectorStoreQueryMode.DEFAULT
+_MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
 
 
 def _contains(n: str, v: Any) -> c.Cond:
@@ -116,6 +119,34 @@ def translate_filters(filters: Optional[MetadataFilters]) -> c.Cond:
     if cond == FilterCondition.NOT:
         return c.not_(c.or_(*parts))
     raise ValueError(f"Invalid filter condition: {cond}")
+
+
+_VALUE_TYPES = (str, int, float, bool, type(None))
+
+
+def _filters_key(filters: MetadataFilters) -> Hashable:
+    """A hashable form of MetadataFilters that tells values of each type
+    apart (1, 1.0 and True are different filters): the condition and each
+    filter's key, operator and typed value, read off the models (pydantic's
+    JSON of them costs more than the search's own bookkeeping); the JSON
+    for anything else."""
+    parts: List[Any] = []
+    for f in filters.filters:
+        if type(f) is MetadataFilter:
+            v = f.value
+            t = type(v)
+            if t is list:
+                v = tuple((type(x), x) for x in v)
+                if not all(e[0] in _VALUE_TYPES for e in v):
+                    return filters.model_dump_json()
+            elif t not in _VALUE_TYPES:
+                return filters.model_dump_json()
+            parts.append((f.key, f.operator, t, v))
+        elif type(f) is MetadataFilters:
+            parts.append(_filters_key(f))
+        else:
+            return filters.model_dump_json()
+    return (filters.condition, tuple(parts))
 
 
 def _node_metadata(node: BaseNode) -> Dict[str, Any]:
@@ -223,8 +254,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
 
     def _plan(self, node_ids: Optional[Sequence[str]], filters: Optional[MetadataFilters],
               doc_ids: Optional[Sequence[str]] = None) -> c.Plan:
-        # The filters' JSON (pydantic's, in Rust) tells values of each type apart.
-        key = (None if filters is None else filters.model_dump_json(),
+        key = (None if filters is None else _filters_key(filters),
                None if node_ids is None else tuple(node_ids),
                None if doc_ids is None else tuple(doc_ids))
         parts = []
@@ -282,20 +312,30 @@ class MnemoVectorStore(BasePydanticVectorStore):
         those the filters, node_ids and doc_ids (when not empty) allow
         (DEFAULT mode; MMR re-ranks the best max(4 k, 20) with LlamaIndex's
         own MMR)."""
-        if query.mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR):
-            raise NotImplementedError(f"MnemoVectorStore does not support query mode {query.mode}")
+        mode = query.mode
+        if mode is not _DEFAULT and mode not in _MODES:
+            raise NotImplementedError(f"MnemoVectorStore does not support query mode {mode}")
         if query.query_embedding is None:
             raise ValueError("MnemoVectorStore needs query.query_embedding")
-        store = self._backing.store
+        # The private attributes read from pydantic's table of them (an
+        # attribute read of one goes through BaseModel.__getattr__).
+        private = self.__pydantic_private__
+        store = private["_backing"].store
         k = int(query.similarity_top_k)
         if store is None or k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         # Empty node_ids / doc_ids restrict nothing, as in the vector stores
         # that keep text: VectorStoreIndex.as_retriever passes its (for them
         # empty) node table.
-        plan = self._plan(query.node_ids or None, query.filters, query.doc_ids or None)
+        node_ids, doc_ids, filters = query.node_ids or None, query.doc_ids or None, query.filters
+        plan = None
+        if node_ids is None and doc_ids is None:
+            plan = private["_plans"].find((None if filters is None else _filters_key(filters),
+                                           None, None))
+        if plan is None:
+            plan = self._plan(node_ids, filters, doc_ids)
         q = c.as_query(query.query_embedding)
-        if query.mode == VectorStoreQueryMode.MMR:
+        if mode is not _DEFAULT and mode == VectorStoreQueryMode.MMR:
             return self._mmr(store, q, k, plan, kwargs.get("mmr_threshold", query.mmr_threshold))
         hits = c.run_search(store, q, k, plan)
         return VectorStoreQueryResult(nodes=[_load_node(m.payload) for _, _, m in hits],
