@@ -188,15 +188,20 @@ class MnemoStore(BaseStore):
         when expired items are omitted. Built once per (prefix, filter,
         kind), so the library's filter is too; the expiry part, which
         depends on the time, is added per call."""
-        def make() -> Filter:
-            parts = [_KINDS[kind]]
-            if prefix:
-                parts.append(Filter.namespace(prefix, under=True))
-            cond = translate_filter(flt)
-            if cond is not c.TRUE:
-                parts.append(cond.lo)
-            return Filter.and_(*parts)
-        where = self._plans.get((prefix, c.filter_key(flt), kind), make)
+        key = (prefix, c.filter_key(flt), kind)
+        where = self._plans.find(key)
+        if where is None:
+            def make() -> Filter:
+                parts = [_KINDS[kind]]
+                if prefix:
+                    parts.append(Filter.namespace(prefix, under=True))
+                cond = translate_filter(flt)
+                if cond is not c.TRUE:
+                    parts.append(cond.lo)
+                return Filter.and_(*parts)
+            where = self._plans.get(key, make)
+        if not self.ttl_config:
+            return where
         live = self._live(now)
         return where if live is None else Filter.and_(where, live)
 
@@ -215,11 +220,13 @@ class MnemoStore(BaseStore):
         return Item(value=body["value"], key=body["key"], namespace=m.namespace,
                     created_at=created, updated_at=updated)
 
-    def _refresh(self, records: Sequence[Tuple[Any, Dict[str, Any]]], now: float) -> None:
-        """New expiry times for the items read (those with a TTL)."""
+    def _refresh(self, records: Sequence[Sequence[Any]], now: float) -> None:
+        """New expiry times for the items read (those with a TTL): records
+        (row, payload as a dict, ...)."""
         ids: List[int] = []
         times: List[float] = []
-        for m, body in records:
+        for r in records:
+            m, body = r[0], r[1]
             if body["ttl"] is None:
                 continue
             t = now + float(body["ttl"]) * 60.0
@@ -235,6 +242,25 @@ class MnemoStore(BaseStore):
                     raise
 
     # Batches.
+
+    def search(self, namespace_prefix: Tuple[str, ...], /, *, query: Optional[str] = None,
+               filter: Optional[Dict[str, Any]] = None, limit: int = 10, offset: int = 0,
+               refresh_ttl: Optional[bool] = None) -> List[SearchItem]:
+        """BaseStore.search, run as its batch of one SearchOp is (the op's
+        checks, the query's embedding, the search) without the batch's
+        bookkeeping."""
+        if refresh_ttl is None:
+            refresh_ttl = self.ttl_config.get("refresh_on_read", True) if self.ttl_config \
+                is not None else True
+        for label in namespace_prefix:
+            if type(label) is not str or not label or "." in label or "\x00" in label:
+                # The op's own check, which raises InvalidNamespaceError.
+                validate_op_namespace(SearchOp(namespace_prefix, filter, limit, offset, query,
+                                               refresh_ttl))
+        qvec = self.embeddings.embed_query(query) if query and self.embeddings is not None \
+            else None
+        return self._search_in(tuple(namespace_prefix), filter, int(offset), int(limit),
+                               refresh_ttl, qvec, self._now())
 
     def batch(self, ops: Iterable[Op]) -> List[Result]:
         ops = list(ops)
@@ -336,20 +362,24 @@ class MnemoStore(BaseStore):
         return self._item(m, body)
 
     def _search(self, op: SearchOp, query: Optional[Any], now: float) -> List[SearchItem]:
-        store = self.store
-        prefix = tuple(op.namespace_prefix)
-        offset, limit = int(op.offset), int(op.limit)
+        return self._search_in(tuple(op.namespace_prefix), op.filter, int(op.offset),
+                               int(op.limit), op.refresh_ttl, query, now)
+
+    def _search_in(self, prefix: Tuple[str, ...], flt: Optional[dict], offset: int, limit: int,
+                   refresh_ttl: bool, query: Optional[Any], now: float) -> List[SearchItem]:
+        """A SearchOp's items: its fields given one by one."""
+        store = self._backing.store
         if limit <= 0:
             return []
         if query is None:
-            where = self._where(prefix, op.filter, "items", now)
+            where = self._where(prefix, flt, "items", now)
             ids = store.select(where, offset, limit)
             records = self._read(ids)
-            if op.refresh_ttl:
+            if refresh_ttl:
                 self._refresh(records, now)
             return [self._item(m, body, None, True) for m, body in records]
         q = c.as_query(query)
-        where = self._where(prefix, op.filter, "vectors", now)
+        where = self._where(prefix, flt, "vectors", now)
         need = offset + limit
         kk = need
         while True:
@@ -366,17 +396,24 @@ class MnemoStore(BaseStore):
             if len(best) >= need or n < kk:
                 break
             kk *= 4
-        kept = list(best.items())[offset:need]
-        score_of = dict(kept)
-        out = [(m, body, score_of[m.id]) for m, body in self._read([b for b, _ in kept])]
+        # The records at the items' base ids (ints of the store's own ids,
+        # read as they are), each item made here: the fewer functions run
+        # after a search over a large store, the fewer of its cache misses.
+        bases = list(best)[offset:need]
+        loads, fromiso = c.loads, datetime.fromisoformat
+        out = [(m, loads(m.payload), best[m.id])
+               for m in c._ext.read_rows(store.handle, bases, None, c.Row) if m is not None]
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
-            where0 = self._where(prefix, op.filter, "bare", now)
+            where0 = self._where(prefix, flt, "bare", now)
             extra = store.select(where0, 0, limit - len(out))
             out.extend((m, body, None) for m, body in self._read(extra))
-        if op.refresh_ttl:
-            self._refresh([(m, body) for m, body, _ in out], now)
-        return [self._item(m, body, s, True) for m, body, s in out]  # type: ignore[misc]
+        if refresh_ttl:
+            self._refresh(out, now)
+        return [SearchItem(namespace=m.namespace, key=body["key"], value=body["value"],
+                           created_at=fromiso(body["created_at"]),
+                           updated_at=fromiso(body["updated_at"]), score=s)
+                for m, body, s in out]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> List[Tuple[str, ...]]:
         names = [ns for ns, count in self.store.namespaces() if count]
