@@ -251,6 +251,10 @@ class Store {
   // returns the number of matching live memories.
   uint64_t filter_bitmap_locked(const Filter* where, const Filter* each, const SearchFilter& legacy,
                                 std::vector<uint64_t>& words) const;
+  // Lists an indexed search with a slot-bitmap filter (words) probes so that
+  // each of the nq queries reads at least nprobe lists and, nearest first,
+  // enough of them to hold its share of matches; 0 when that is every list.
+  uint32_t filter_probes(const float* queries, uint64_t nq, uint64_t k, const uint64_t* words, uint32_t nprobe) const;
   void search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
                     uint64_t* out_ids, float* out_scores, const Placement& place) const;
   void set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal, const FieldsIn* given);
