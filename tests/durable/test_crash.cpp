@@ -1,11 +1,12 @@
 // A durable writer killed with SIGKILL at random moments: after every kill
 // the store holds exactly the acknowledged writes, plus at most the one write
-// that was in flight. The child runs as its own program (fork + exec) and
+// that was in flight. The child runs as its own program (posix_spawn) and
 // acknowledges each write on a pipe once the call has returned.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,20 +28,35 @@ struct Child {
   int ack_fd = -1;
 };
 
-Child spawn(const std::string& store, uint64_t seed, uint64_t first) {
+// The child program with `args`, its stdout on a pipe the parent reads.
+// posix_spawn rather than fork: a fork runs the OpenMP runtime's fork
+// handlers in a copy of this process, which under ASan crashed now and then
+// before the exec (the child then ended by itself instead of being killed).
+Child spawn_child(std::vector<std::string> args) {
   int p[2];
   if (pipe(p) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
-    const std::string s = std::to_string(seed), f = std::to_string(first);
-    execl(MNEMO_CRASH_CHILD, MNEMO_CRASH_CHILD, store.c_str(), s.c_str(), f.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_addclose(&fa, p[0]);
+  posix_spawn_file_actions_addclose(&fa, p[1]);
+  args.insert(args.begin(), MNEMO_CRASH_CHILD);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, MNEMO_CRASH_CHILD, &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
   close(p[1]);
+  if (rc != 0) {
+    close(p[0]);
+    return {};
+  }
   return {pid, p[0]};
+}
+
+Child spawn(const std::string& store, uint64_t seed, uint64_t first) {
+  return spawn_child({store, std::to_string(seed), std::to_string(first)});
 }
 
 // Reads acknowledgements until `want` have arrived, the child ends, or
@@ -102,7 +118,7 @@ TEST(Crash, KilledWriterKeepsExactlyTheAcknowledgedWrites) {
     const uint64_t want = mt::rand_below(rng, 13);
     const uint64_t extra_us = mt::rand_below(rng, 3000);
     Child c = spawn(store, seed, applied);
-    ASSERT_GT(c.pid, 0) << "fork failed";
+    ASSERT_GT(c.pid, 0) << "spawn failed";
     uint64_t acks = read_acks(c.ack_fd, want, 10000);
     if (extra_us) usleep(static_cast<useconds_t>(extra_us));
     kill(c.pid, SIGKILL);
@@ -192,20 +208,7 @@ TEST(Crash, KilledWriterKeepsExactlyTheAcknowledgedWrites) {
 // one, never a mix, the durable store holds exactly the acknowledged writes
 // (plus at most the one in flight) and the saved copy opens whole.
 Child spawn_save(const std::string& store, uint64_t rows, uint64_t first) {
-  int p[2];
-  if (pipe(p) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
-    const std::string r = std::to_string(rows), f = std::to_string(first);
-    execl(MNEMO_CRASH_CHILD, MNEMO_CRASH_CHILD, store.c_str(), "save", r.c_str(), f.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(p[1]);
-  return {pid, p[0]};
+  return spawn_child({store, "save", std::to_string(rows), std::to_string(first)});
 }
 
 // Whether a temporary snapshot (a save under way) is in `dir`.
@@ -259,7 +262,7 @@ TEST(Crash, KilledDuringStreamingSaveKeepsOldOrNewSnapshot) {
   uint64_t applied = 0, during_save = 0;
   for (int round = 0; round < kills; ++round) {
     Child c = spawn_save(store, rows, applied);
-    ASSERT_GT(c.pid, 0) << "fork failed";
+    ASSERT_GT(c.pid, 0) << "spawn failed";
     uint64_t acks = read_acks(c.ack_fd, mt::rand_below(rng, 3), 20000);
     // Kill while a snapshot is being written when one shows up within 2 s.
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -330,20 +333,7 @@ TEST(Crash, KilledDuringStreamingSaveKeepsOldOrNewSnapshot) {
 // after every kill the store holds exactly the acknowledged writes with their
 // fields, plus at most the one in flight.
 Child spawn_fields(const std::string& store, uint64_t seed, uint64_t first) {
-  int p[2];
-  if (pipe(p) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(p[1], 1);
-    close(p[0]);
-    close(p[1]);
-    const std::string s = std::to_string(seed), f = std::to_string(first);
-    execl(MNEMO_CRASH_CHILD, MNEMO_CRASH_CHILD, store.c_str(), "fields", s.c_str(), f.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(p[1]);
-  return {pid, p[0]};
+  return spawn_child({store, "fields", std::to_string(seed), std::to_string(first)});
 }
 
 TEST(Crash, KilledFieldsWriterKeepsEveryAcknowledgedWriteWithItsFields) {
@@ -360,7 +350,7 @@ TEST(Crash, KilledFieldsWriterKeepsEveryAcknowledgedWriteWithItsFields) {
     const uint64_t want = mt::rand_below(rng, 13);
     const uint64_t extra_us = mt::rand_below(rng, 3000);
     Child c = spawn_fields(store, seed, applied);
-    ASSERT_GT(c.pid, 0) << "fork failed";
+    ASSERT_GT(c.pid, 0) << "spawn failed";
     uint64_t acks = read_acks(c.ack_fd, want, 10000);
     if (extra_us) usleep(static_cast<useconds_t>(extra_us));
     kill(c.pid, SIGKILL);
