@@ -671,7 +671,10 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         }
       } else {
         words.assign((total + 63) / 64, 0);
-        for (uint32_t s : e.set) words[s >> 6] |= uint64_t{1} << (s & 63);
+        // Through an array: the set's own iterator took several times longer.
+        std::vector<uint32_t> members(e.m);
+        e.set.toUint32Array(members.data());
+        for (uint32_t s : members) words[s >> 6] |= uint64_t{1} << (s & 63);
         masked(queries + g.q0 * dim_, g.q1 - g.q0, out_ids + g.q0 * k, out_scores + g.q0 * k, e.m);
       }
     } else {
