@@ -396,13 +396,8 @@ class MnemoStore(BaseStore):
             if len(best) >= need or n < kk:
                 break
             kk *= 4
-        # The records at the items' base ids (ints of the store's own ids,
-        # read as they are), each item made here: the fewer functions run
-        # after a search over a large store, the fewer of its cache misses.
-        bases = list(best)[offset:need]
-        loads, fromiso = c.loads, datetime.fromisoformat
-        out = [(m, loads(m.payload), best[m.id])
-               for m in c._ext.read_rows(store.handle, bases, None, c.Row) if m is not None]
+        # The records at the items' base ids, with their scores.
+        out = [(m, body, best[m.id]) for m, body in self._read(list(best)[offset:need])]
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
             where0 = self._where(prefix, flt, "bare", now)
@@ -410,10 +405,7 @@ class MnemoStore(BaseStore):
             out.extend((m, body, None) for m, body in self._read(extra))
         if refresh_ttl:
             self._refresh(out, now)
-        return [SearchItem(namespace=m.namespace, key=body["key"], value=body["value"],
-                           created_at=fromiso(body["created_at"]),
-                           updated_at=fromiso(body["updated_at"]), score=s)
-                for m, body, s in out]
+        return [self._item(m, body, s, True) for m, body, s in out]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> List[Tuple[str, ...]]:
         names = [ns for ns, count in self.store.namespaces() if count]

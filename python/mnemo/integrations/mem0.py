@@ -226,9 +226,8 @@ class MnemoVectorStore(VectorStoreBase):
         if store is None or top_k <= 0:
             return []
         plan = self._plans.find(c.filter_key(filters)) or self._plan(filters)
-        loads = c.loads
-        return [OutputData(id=self._id(m.key), score=s, payload=loads(m.payload))
-                for _, s, m in c.run_search(store, c.as_query(vectors), int(top_k), plan)]
+        hits = c.run_search(store, c.as_query(vectors), int(top_k), plan)
+        return [self._output(m, s) for _, s, m in hits]
 
     def _id_of(self, vector_id: Any) -> Optional[int]:
         found = self._backing.ids_of([self._key(vector_id)])[0]
