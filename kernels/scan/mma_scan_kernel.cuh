@@ -150,25 +150,30 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
 
   // Each query's scale (a power of two taking its largest magnitude into
   // [1, 2): no 16-bit overflow, exact to undo) and norm, a warp a query.
+  // The norm is summed over the scaled values: those of a query below
+  // 2^-63 or so underflowed when squared as they are, leaving its margin
+  // too small.
   if (warp < QB) {
-    float mx = 0.0f, n2 = 0.0f;
-    if (warp < static_cast<int>(nq))
+    const bool mine = warp < static_cast<int>(nq);
+    float mx = 0.0f;
+    if (mine)
+      for (uint64_t i = lane; i < ld; i += 32) mx = fmaxf(mx, fabsf(queries[warp * ld + i]));
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
+    // A non-finite query gets no finite margin: every row is re-scored.
+    // (Queries below 2^-100 would underflow the 16-bit parts: no margin
+    // either.) A NaN element, which fmaxf passes over, makes the norm NaN.
+    const bool finite = mx <= 3.0e38f && (mx == 0.0f || mx >= 0x1p-100f);
+    const float scale = finite && mx > 0.0f ? ldexpf(1.0f, -ilogbf(mx)) : 1.0f;
+    float n2 = 0.0f;
+    if (mine)
       for (uint64_t i = lane; i < ld; i += 32) {
-        const float v = queries[warp * ld + i];
-        mx = fmaxf(mx, fabsf(v));
+        const float v = queries[warp * ld + i] * scale;
         n2 = fmaf(v, v, n2);
       }
-    for (int off = 16; off > 0; off >>= 1) {
-      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, off));
-      n2 += __shfl_xor_sync(kFullMask, n2, off);
-    }
+    for (int off = 16; off > 0; off >>= 1) n2 += __shfl_xor_sync(kFullMask, n2, off);
     if (lane == 0) {
-      // A non-finite query gets no finite margin: every row is re-scored.
-      // (Queries below 2^-100 would underflow the 16-bit parts: no margin
-      // either.)
-      const bool finite = mx <= 3.0e38f && (mx == 0.0f || mx >= 0x1p-100f);
-      s_scale[warp] = finite && mx > 0.0f ? ldexpf(1.0f, -ilogbf(mx)) : 1.0f;
-      s_qnorm[warp] = finite ? sqrtf(n2) : __int_as_float(0x7f800000);
+      s_scale[warp] = scale;
+      s_qnorm[warp] = finite ? sqrtf(n2) / scale : __int_as_float(0x7f800000);
     }
   }
   __syncthreads();
@@ -198,6 +203,18 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   const float unscale = 1.0f / s_scale[my_q];
   const float err_q = e_rel * s_qnorm[my_q];
   const float my_qn = s_qnorm[my_q];
+  // The norm its keys take (the caller's), chosen without indexing qn at
+  // run time (which would put it in local memory).
+  float my_qk = qn[0];
+#pragma unroll
+  for (int q = 1; q < QB; ++q)
+    if (q == my_q) my_qk = qn[q];
+  // Plain keys take the one-FMA filter of the epilogue. Rows of a norm
+  // below tiny_norm are always offered: a zero norm makes a cosine key of
+  // 0, and one whose product with the query's falls below 2^-126 is
+  // rounded with more than the filter's relative slack.
+  const bool plain = !L2 && !s.act && !s.apply_bias;
+  const float tiny_norm = s.metric == KeyMetric::cosine ? (my_qk > 0.0f ? 0x1p-124f / my_qk : 1.0f) : 0.0f;
   // The bound the blocks share for each query (a full list's worst key:
   // no row below it can be among the k best), and what this warp last
   // published.
@@ -233,28 +250,42 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   // Step i's copies: its pieces, and at a group's first step the group's
   // metadata (16 pieces a tile; a piece the store's arrays end inside is
   // copied element by element).
+  // Each lane's copies of a step: piece p = j * 32 + lane of the stage is
+  // piece p % (4 KC) of row p / (4 KC) (rows of the step's tiles one after
+  // another), so a warp's copy covers whole 128-byte lines (a lane's own
+  // fragment pieces, copied by itself, took twice the L2 requests a byte).
+  // Where each lies, fixed but for the group and the chunk: its byte offset
+  // from the group's first row and its place in a stage (the address
+  // arithmetic of a step is then one add a piece).
+  uint64_t from[kMmaPieces];
+  uint32_t to[kMmaPieces];
+#pragma unroll
+  for (int j = 0; j < kMmaPieces; ++j) {
+    const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
+    const uint64_t row = static_cast<uint64_t>(rr / 16) * warps * 16 + rr % 16;
+    from[j] = row * row_bytes + (piece / 4) * 64 + (piece % 4) * 16;
+    to[j] = mma_piece_at<KC>(rr, piece);
+  }
   auto issue = [&](uint32_t i) {
     const uint32_t group = i / spt, c0 = (i % spt) * KC, stage = i % S;
-    // Coalesced: piece p = j * 32 + lane of the stage is piece p % (4 KC)
-    // of row p / (4 KC) (rows of the step's tiles one after another), so
-    // a warp's copy covers whole 128-byte lines (a lane's own fragment
-    // pieces, copied by itself, took twice the L2 requests a byte).
     uint4* st = pieces + stage * 32 * kMmaPieces;
     // A step whose rows and chunks all lie in the store copies without the
     // zero-fill operand (the same warp everywhere: its last row decides).
     const bool whole = whole_chunks && c0 + KC <= nch && n_rows >= 16 && first_row(group, R - 1) <= n_rows - 16;
+    if (whole) {
+      const unsigned char* at = base + static_cast<uint64_t>(first_row(group, 0)) * row_bytes + c0 * 64;
+#pragma unroll
+      for (int j = 0; j < kMmaPieces; ++j) cp_async16(st + to[j], at + from[j]);
+      return;
+    }
 #pragma unroll
     for (int j = 0; j < kMmaPieces; ++j) {
       const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
       const uint32_t row = first_row(group, static_cast<int>(rr / 16)) + rr % 16;
       const uint32_t ch = c0 + piece / 4;
       const uint64_t d = static_cast<uint64_t>(ch) * 32 + 8 * (piece % 4);
-      if (whole) {
-        cp_async16(st + mma_piece_at<KC>(rr, piece), base + row * row_bytes + d * 2);
-      } else {
-        const bool ok = ch < nch && d < ld && row < n_rows;
-        cp_async16(st + mma_piece_at<KC>(rr, piece), ok ? base + row * row_bytes + d * 2 : base, ok);
-      }
+      const bool ok = ch < nch && d < ld && row < n_rows;
+      cp_async16(st + to[j], ok ? base + row * row_bytes + d * 2 : base, ok);
     }
   };
   auto issue_meta = [&](uint32_t i) {
@@ -348,6 +379,32 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
     // margin are re-scored exactly and offered, one at a time.
     const MmaMeta& mm = metas[group % S];
     const float shared_lo = sb ? from_ordered_bits(sb) : -__int_as_float(0x7f800000);
+    // Plain cosine and dot keys (no bias, no activation) test the bound in
+    // the sum's own units, one FMA a row: the key bound reaches thr when
+    // sum + err_q |row| >= thr |q| |row| (cosine; its norms are positive) or
+    // sum + err_q |row| >= thr (dot). fmaxf drops a NaN bound as the tests
+    // below ignore one; thr is lowered by 2^-20 of itself (and 2^-100, for
+    // keys near zero) for the key's own roundings (the division's and the
+    // norms' product: a few units of 2^-24), and a query whose norm is zero
+    // or not finite tests nothing.
+    float fa = 0.0f, fb = 0.0f;
+    if (plain) {
+      float thr = shared_lo;
+#pragma unroll
+      for (int q = 0; q < QB; ++q)
+        if (q == my_q) {
+          thr = fmaxf(thr, lo[q]);
+          if (wl[q].n == wl[q].k) thr = fmaxf(thr, worst_of(wl[q]));
+        }
+      thr -= fabsf(thr) * 0x1p-20f + 0x1p-100f;
+      if (s.metric == KeyMetric::cosine) {
+        fa = my_qk > 0.0f && my_qk <= 3.0e38f ? fmaf(-thr, my_qk, err_q) : __int_as_float(0x7f800000);
+        fb = 0.0f;
+      } else {
+        fa = err_q;
+        fb = thr;
+      }
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint32_t b0 = first_row(group, r);
@@ -355,26 +412,34 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
       for (int h = 0; h < 2; ++h) {
         const int at = r * 16 + g + 8 * h;
         const uint32_t slot = b0 + g + 8 * h;
-        SlotMeta m;
-        m.norm = mm.norm[at];
-        m.norm2 = m.norm * m.norm;
-        m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
-        m.live = slot < n_rows &&
-                 (s.all_live || (mm.id[at] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull))));
-        if (s.act && !s.act_in_bias && m.live) m.bias = slot_extra(s, slot, m.bias);
+        const bool live =
+            slot < n_rows &&
+            (s.all_live || (mm.id[at] != ~0ull && (!s.allow || ((s.allow[slot >> 6] >> (slot & 63)) & 1ull))));
         const float sum = (h == 0 ? c[r][0] + c[r][1] : c[r][2] + c[r][3]) * unscale;
-        float ku;
-        if (L2) {
-          const float d2 = fmaf(-2.0f, sum, m.norm2 + my_qn * my_qn);
-          const float nn = m.norm + my_qn;
-          ku = key_bound(s, d2, 2.0f * e_rel * nn * nn, qn[my_q], m);
+        bool pass;
+        if (plain) {
+          const float nrm = mm.norm[at];
+          pass = my_use && live && (!(fmaf(nrm, fa, sum) < fb) || nrm < tiny_norm);
         } else {
-          ku = key_bound(s, sum, err_q * m.norm, qn[my_q], m);
-        }
-        bool pass = my_use && m.live && !(ku < shared_lo);
+          SlotMeta m;
+          m.norm = mm.norm[at];
+          m.norm2 = m.norm * m.norm;
+          m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
+          m.live = live;
+          if (s.act && !s.act_in_bias && m.live) m.bias = slot_extra(s, slot, m.bias);
+          float ku;
+          if (L2) {
+            const float d2 = fmaf(-2.0f, sum, m.norm2 + my_qn * my_qn);
+            const float nn = m.norm + my_qn;
+            ku = key_bound(s, d2, 2.0f * e_rel * nn * nn, my_qk, m);
+          } else {
+            ku = key_bound(s, sum, err_q * m.norm, my_qk, m);
+          }
+          pass = my_use && m.live && !(ku < shared_lo);
 #pragma unroll
-        for (int q = 0; q < QB; ++q)
-          if (q == my_q) pass = pass && !(ku < lo[q]) && may_enter(wl[q], ku);
+          for (int q = 0; q < QB; ++q)
+            if (q == my_q) pass = pass && !(ku < lo[q]) && may_enter(wl[q], ku);
+        }
         unsigned mask = __ballot_sync(kFullMask, pass);
         while (mask) {
           const int src = __ffs(mask) - 1;

@@ -458,6 +458,62 @@ TEST(GpuSearchBits, TensorCoreScanKeepsNearTies) {
       }
 }
 
+// EXACT over 16-bit rows at the ends of the range: the tensor-core scan's
+// one-FMA filter of plain keys still offers every row the exact scan would
+// keep. Zero rows (cosine key 0), rows whose norm underflows (bf16 values
+// near 1e-30), large rows; a zero query, one whose norm underflows, a huge
+// one and an ordinary one, alone and as one pass of four queries, each
+// answer the prefix of the answer that scores every row exactly (k = 1000).
+TEST(GpuSearchBits, TensorCoreScanAtTheEndsOfTheRange) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t n = 9001;
+  for (const int32_t dt : {kF16, kBF16})
+    for (const int32_t me : {kCos, kDot, kL2})
+      for (const size_t dim : {size_t{32}, size_t{64}, size_t{136}}) {
+        auto s = mt::make_store(dim, dt, me, gpu.get());
+        ASSERT_TRUE(s);
+        Matrix rows = mt::random_matrix(rng, kF32, n, dim);
+        for (size_t i = 0; i < n; ++i) {
+          const double scale = i % 7 == 0    ? 0.0
+                               : i % 11 == 0 ? (dt == kBF16 ? 1e-30 : 1e-3)
+                               : i % 13 == 0 ? 300.0
+                                             : 1.0;
+          for (size_t j = 0; j < dim; ++j) rows.set(i, j, static_cast<float>(rows.row(i)[j] * scale));
+        }
+        ASSERT_OK(mt::store_add(s.get(), mt::distinct_ids(rng, n), rows));
+        const Matrix base = mt::random_matrix(rng, kF32, 4, dim);
+        Matrix q(kF32, 4, dim);
+        const double scales[4] = {0.0, 1e-24, 1e18, 1.0};
+        for (size_t i = 0; i < 4; ++i)
+          for (size_t j = 0; j < dim; ++j) q.set(i, j, static_cast<float>(base.row(i)[j] * scales[i]));
+        Results all;
+        ASSERT_OK(mt::store_search(s.get(), q, 1000, nullptr, &all));
+        for (const size_t k : {size_t{10}, size_t{100}}) {
+          Results four;
+          ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &four));
+          for (size_t i = 0; i < 4; ++i) {
+            Matrix one(kF32, 1, dim);
+            one.copy_row(0, q, i);
+            Results alone;
+            ASSERT_OK(mt::store_search(s.get(), one, k, nullptr, &alone));
+            for (size_t j = 0; j < k; ++j) {
+              const std::string at = mt::case_name(dt, me, dim) + " k " + std::to_string(k) + " query " +
+                                     std::to_string(i) + " rank " + std::to_string(j);
+              uint32_t a, b, c;
+              std::memcpy(&a, four.row_scores(i) + j, 4);
+              std::memcpy(&b, alone.row_scores(0) + j, 4);
+              std::memcpy(&c, all.row_scores(i) + j, 4);
+              ASSERT_EQ(four.row_ids(i)[j], all.row_ids(i)[j]) << at << " (pass of four)";
+              ASSERT_EQ(alone.row_ids(0)[j], all.row_ids(i)[j]) << at << " (alone)";
+              ASSERT_EQ(a, c) << at << " (pass of four)";
+              ASSERT_EQ(b, c) << at << " (alone)";
+            }
+          }
+        }
+      }
+}
+
 // The resident copy follows every write.
 TEST(GpuStore, UpdatesReachTheDevice) {
   REQUIRE_CUDA(gpu);
