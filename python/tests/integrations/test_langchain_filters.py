@@ -268,3 +268,23 @@ def test_vectors_given_and_durable(tmp_path: Any) -> None:
     assert [(d.id, d.page_content) for d in got] == [("2", "b")]
     again.add_embeddings(["d"], vecs[:1], ids=["4"])
     assert again.store.count() == 4
+
+
+def test_documents_read_back_are_the_constructors() -> None:
+    from langchain_core.documents import Document
+    import mnemo.integrations.langchain as lc
+    assert lc._CONSTRUCTED  # the pinned langchain-core: searches make Documents without validation
+    vs = MnemoVectorStore(embedding=DeterministicFakeEmbedding(size=8))
+    md = {"n": 1, "s": "é", "list": [1, "a", None], "obj": {"x": 1.5}}
+    vs.add_texts(["hello", "bye"], [md, {}], ids=["a", "b"])
+    for doc, _ in vs.similarity_search_with_score("hello", k=2):
+        made = Document(id=doc.id, page_content=doc.page_content, metadata=doc.metadata)
+        assert doc == made and repr(doc) == repr(made)
+        assert list(doc.__dict__.items()) == list(made.__dict__.items())
+        assert doc.model_fields_set == made.model_fields_set
+        assert doc.model_dump_json() == made.model_dump_json()
+        assert doc.to_json() == made.to_json()
+    # What validation would refuse or change still goes through the constructor.
+    with pytest.raises(ValueError):
+        lc._document("a", 5, {})
+    assert lc._document(None, "t", {}) == Document(id=None, page_content="t", metadata={})
