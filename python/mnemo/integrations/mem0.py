@@ -61,6 +61,55 @@ class OutputData(BaseModel):
     payload: Optional[Dict]
 
 
+# OutputData of the memories read back, made as pydantic's model_construct
+# makes a model of values known to be valid: a str id, a float score (or
+# None) and a dict payload are what its validation keeps as they are, so
+# the state is the constructor's without the validation, whose code is
+# mostly out of the caches after the scan of a large store. Anything else,
+# or a pydantic that the check below finds making it differently, goes
+# through the constructor.
+_new = object.__new__
+_setattr = object.__setattr__
+_OUTPUT_FIELDS = frozenset(("id", "score", "payload"))
+
+
+def _constructed(id: str, score: Optional[float], payload: Dict[str, Any]) -> OutputData:
+    out = _new(OutputData)
+    _setattr(out, "__dict__", {"id": id, "score": score, "payload": payload})
+    _setattr(out, "__pydantic_fields_set__", set(_OUTPUT_FIELDS))
+    _setattr(out, "__pydantic_extra__", None)
+    _setattr(out, "__pydantic_private__", None)
+    return out
+
+
+def _same_as_constructor() -> bool:
+    """Whether _constructed makes the OutputData the constructor makes."""
+    try:
+        for score in (0.5, None):
+            made = OutputData(id="i", score=score, payload={"p": [1]})
+            fast = _constructed("i", score, {"p": [1]})
+            if (list(made.__dict__.items()) != list(fast.__dict__.items())
+                    or made.__pydantic_fields_set__ != fast.__pydantic_fields_set__
+                    or made.__pydantic_extra__ != fast.__pydantic_extra__
+                    or made.__pydantic_private__ != fast.__pydantic_private__
+                    or made != fast):
+                return False
+    except Exception:
+        return False
+    return True
+
+
+_CONSTRUCTED = _same_as_constructor()
+
+
+def _output_data(id: Any, score: Optional[float], payload: Any) -> OutputData:
+    """OutputData(id=id, score=score, payload=payload)."""
+    if (_CONSTRUCTED and type(id) is str and type(payload) is dict
+            and (score is None or type(score) is float)):
+        return _constructed(id, score, payload)
+    return OutputData(id=id, score=score, payload=payload)
+
+
 class MnemoConfig(BaseModel):
     """The "mnemo" provider's config in mem0's vector_store section."""
 
@@ -178,7 +227,7 @@ class MnemoVectorStore(VectorStoreBase):
         return c.loads(key)[-1]
 
     def _output(self, m: Any, score: Optional[float] = None) -> OutputData:
-        return OutputData(id=self._id(m.key), score=score, payload=c.loads(m.payload))
+        return _output_data(self._id(m.key), score, c.loads(m.payload))
 
     @staticmethod
     def _project(payload: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:

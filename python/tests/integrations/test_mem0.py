@@ -178,3 +178,20 @@ def test_registration_is_idempotent() -> None:
     provider.register()
     from mem0.utils.factory import VectorStoreFactory
     assert VectorStoreFactory.provider_to_class["mnemo"] == "mnemo.integrations.mem0.MnemoVectorStore"
+
+
+def test_outputs_read_back_are_the_constructors(tmp_path: Any) -> None:
+    assert provider._CONSTRUCTED  # the pinned pydantic: searches make OutputData without validation
+    vs = MnemoVectorStore(collection_name="c", embedding_model_dims=4,
+                          store_name=f"outputs-{tmp_path}")
+    vs.insert([[1, 0, 0, 0], [0, 1, 0, 0]], [{"data": "x", "user_id": "u", "k": [1, "a"]},
+                                             {"data": "y", "user_id": "u"}], ["i1", "i2"])
+    for out in vs.search("q", [1, 0, 0, 0], top_k=2) + [vs.get("i1")] + vs.list()[0]:
+        made = provider.OutputData(id=out.id, score=out.score, payload=out.payload)
+        assert out == made and repr(out) == repr(made)
+        assert list(out.__dict__.items()) == list(made.__dict__.items())
+        assert out.model_fields_set == made.model_fields_set
+        assert out.model_dump_json() == made.model_dump_json()
+    # What validation would refuse still goes through the constructor.
+    with pytest.raises(ValueError):
+        provider._output_data(5, 0.5, {})
