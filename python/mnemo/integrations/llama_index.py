@@ -45,7 +45,8 @@ __all__ = ["MnemoVectorStore", "translate_filters"]
 
 _NODE_TYPES = {cls.class_name(): cls for cls in (TextNode, Node, ImageNode, IndexNode, Document,
                                                   ImageDocument)}
-_CLASS_MARK = '"class_name":"'
+_NODE_TYPES_B = {name.encode(): cls for name, cls in _NODE_TYPES.items()}
+_CLASS_MARK = b'"class_name":"'
 # The modes, read once (an enum member read runs Python code).
 _DEFAULT = VectorStoreQueryMode.DEFAULT
 _MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
@@ -182,10 +183,15 @@ def _project_nodes(nodes: Sequence[BaseNode]
 
 
 def _load_node(payload: bytes) -> BaseNode:
-    text = payload.decode("utf-8")
-    at = text.rfind(_CLASS_MARK)
-    name = text[at + len(_CLASS_MARK): text.index('"', at + len(_CLASS_MARK))] if at >= 0 else ""
-    return _NODE_TYPES.get(name, TextNode).model_validate_json(text)
+    # The class name found in the bytes, and the JSON parsed from them (no
+    # str of the whole payload made first).
+    at = payload.rfind(_CLASS_MARK)
+    if at >= 0:
+        at += len(_CLASS_MARK)
+        cls = _NODE_TYPES_B.get(payload[at:payload.index(b'"', at)], TextNode)
+    else:
+        cls = TextNode
+    return cls.model_validate_json(payload)
 
 
 class MnemoVectorStore(BasePydanticVectorStore):
@@ -253,9 +259,14 @@ class MnemoVectorStore(BasePydanticVectorStore):
                 store.remove(found)
 
     def _plan(self, node_ids: Optional[Sequence[str]], filters: Optional[MetadataFilters],
-              doc_ids: Optional[Sequence[str]] = None) -> c.Plan:
-        key = (None if filters is None else _filters_key(filters),
-               None if node_ids is None else tuple(node_ids),
+              doc_ids: Optional[Sequence[str]] = None,
+              filters_key: Optional[Hashable] = None) -> c.Plan:
+        """The plan of a query's restrictions, made once per (filters,
+        node_ids, doc_ids); filters_key: _filters_key(filters) when the
+        caller has it already."""
+        if filters_key is None and filters is not None:
+            filters_key = _filters_key(filters)
+        key = (filters_key, None if node_ids is None else tuple(node_ids),
                None if doc_ids is None else tuple(doc_ids))
         parts = []
         if node_ids is not None:
@@ -329,18 +340,20 @@ class MnemoVectorStore(BasePydanticVectorStore):
         # empty) node table.
         node_ids, doc_ids, filters = query.node_ids or None, query.doc_ids or None, query.filters
         plan = None
+        fkey = None if filters is None else _filters_key(filters)
         if node_ids is None and doc_ids is None:
-            plan = private["_plans"].find((None if filters is None else _filters_key(filters),
-                                           None, None))
+            plan = private["_plans"].find((fkey, None, None))
         if plan is None:
-            plan = self._plan(node_ids, filters, doc_ids)
+            plan = self._plan(node_ids, filters, doc_ids, fkey)
         q = c.as_query(query.query_embedding)
         if mode is not _DEFAULT and mode == VectorStoreQueryMode.MMR:
             return self._mmr(store, q, k, plan, kwargs.get("mmr_threshold", query.mmr_threshold))
-        hits = c.run_search(store, q, k, plan)
-        return VectorStoreQueryResult(nodes=[_load_node(m.payload) for _, _, m in hits],
-                                      similarities=[s for _, s, _ in hits],
-                                      ids=[m.key for _, _, m in hits])
+        nodes, sims, ids = [], [], []
+        for _, s, m in c.run_search(store, q, k, plan):
+            nodes.append(_load_node(m.payload))
+            sims.append(s)
+            ids.append(m.key)
+        return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
 
     def _mmr(self, store: Store, q: np.ndarray, k: int, plan: c.Plan,
              threshold: Optional[float]) -> VectorStoreQueryResult:
