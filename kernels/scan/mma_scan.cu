@@ -13,21 +13,41 @@ namespace mnemo::cuda {
 
 float mma_scan_margin(DType t, uint64_t ld) {
   const double u = std::ldexp(1.0, -24);
-  // The exact scan: a lane sums its vectors (8 elements each) in one FMA
+  const bool f32 = t == DType::f32;
+  // The exact scan: a lane sums its vectors (16 bytes each) in one FMA
   // chain, then five reduction steps and the key's rounding.
-  const double lane_vectors = std::ceil(static_cast<double>(ld) / 8.0 / 32.0);
-  const double exact = (8.0 * lane_vectors + 7.0) * u;
-  // The MMA: exact 16-bit products, each k-step's sum within a few units
-  // of 2^-23 of the magnitudes summed (truncating adders), plus the
-  // final hi + lo add.
-  const double mma = (static_cast<double>(ld) / 16.0 + 3.0) * 4.0 * u;
-  // The query's parts: hi + lo is within 2^-22 (f16) or 2^-17 (bf16) of
-  // each scaled element, or 2^-25 absolute where lo is an f16 subnormal,
-  // which |row|_1 <= sqrt(ld) |row| bounds.
+  const double per_vector = f32 ? 4.0 : 8.0;
+  const double lane_vectors = std::ceil(static_cast<double>(ld) / per_vector / 32.0);
+  const double exact = (per_vector * lane_vectors + 7.0) * u;
+  // The MMA: exact products (16-bit, or TF32 by TF32), each k-step's sum
+  // within a few units of 2^-23 of the magnitudes summed (truncating
+  // adders), plus the final hi + lo add.
+  const double mma = (static_cast<double>(ld) / (f32 ? 8.0 : 16.0) + 3.0) * 4.0 * u;
+  // The query's parts: hi + lo is within 2^-22 (f16, TF32) or 2^-17 (bf16)
+  // of each scaled element, or 2^-25 absolute where lo is an f16
+  // subnormal, which |row|_1 <= sqrt(ld) |row| bounds.
   const double split = (t == DType::bf16 ? std::ldexp(1.0, -16) : std::ldexp(1.0, -21)) +
                        std::sqrt(static_cast<double>(ld)) * std::ldexp(1.0, -24);
-  return static_cast<float>(4.0 * (exact + mma + split));
+  // f32 rows enter the MMA as TF32, their low 13 bits dropped: each
+  // product within 2^-10 of itself, so the sum within 2^-10 |row| |query|
+  // (Cauchy-Schwarz). That term is a bound, not an estimate: no spare.
+  const double rows = f32 ? std::ldexp(1.0, -10) : 0.0;
+  return static_cast<float>(rows + 4.0 * (exact + mma + split));
 }
+
+namespace {
+
+// f32 rows take the TF32 scan where the row-by-row scan is bound by its
+// instructions a row: rows of up to 256 dims. Measured on the H200 (1 GB,
+// one query, kernel ms, row scan -> TF32 scan): 32 wide k 10 0.447 ->
+// 0.339, k 100 0.770 -> 0.391; 128 wide 0.404 -> 0.284 and 0.784 -> 0.333;
+// 1024 wide 0.255 -> 0.300 and 0.457 -> 0.353; 3072 wide 0.270 -> 0.415 and
+// 0.327 -> 0.584 (wide rows read B from shared memory every step).
+// MNEMO_SCAN_MMA = 1 takes it at every width, 0 never (for measuring).
+constexpr uint64_t kMmaF32MaxDim = 256;
+bool mma_scan_f32_wanted(const StoreRef& s, int forced) { return forced == 1 || s.ld <= kMmaF32MaxDim; }
+
+}  // namespace
 
 bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   static const int forced = [] {
@@ -38,9 +58,11 @@ bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   // Shared memory: the rings, the queries' columns and the lists must fit
   // a block (wider rows take the row-by-row scans).
   const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
-  return (s.dtype == DType::f16 || s.dtype == DType::bf16) && nq >= 1 && nq <= 4 && k >= 1 &&
-         k <= static_cast<uint32_t>(kSmallKMax) && s.ld % 8 == 0 && device_major() >= 8 &&
-         MmaSmem::bytes(qb, s.ld, k) <= 227 * 1024;
+  const uint32_t eb = s.dtype == DType::f32 ? 4 : 2;
+  if (s.dtype == DType::f32 && !mma_scan_f32_wanted(s, forced)) return false;
+  // Rows are read in 16-byte pieces.
+  return nq >= 1 && nq <= 4 && k >= 1 && k <= static_cast<uint32_t>(kSmallKMax) && (s.ld * eb) % 16 == 0 &&
+         device_major() >= 8 && MmaSmem::bytes(qb, s.ld, k, eb) <= 227 * 1024;
 }
 
 unsigned mma_scan_blocks(const StoreRef& s, unsigned sm_count) {
@@ -55,7 +77,10 @@ unsigned launch_mma_scan(const StoreRef& s, const float* queries, const float* q
   const unsigned blocks = std::max(1u, blocks_wanted);
   const float e_rel = mma_scan_margin(s.dtype, s.ld);
   const bool l2 = s.metric == KeyMetric::l2;
-  if (s.dtype == DType::f16)
+  if (s.dtype == DType::f32)
+    (l2 ? launch_mma_scan_typed<float, true> : launch_mma_scan_typed<float, false>)(s, queries, qnorms, nq, k, e_rel,
+                                                                                    cand, blocks, tail, st);
+  else if (s.dtype == DType::f16)
     (l2 ? launch_mma_scan_typed<__half, true> : launch_mma_scan_typed<__half, false>)(s, queries, qnorms, nq, k, e_rel,
                                                                                       cand, blocks, tail, st);
   else

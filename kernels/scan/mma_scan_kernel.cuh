@@ -1,27 +1,28 @@
-// The tensor-core scan over 16-bit rows (mma_scan.cu): up to four queries a
-// pass, included only by the generated translation units
-// mma_scan_<dtype>_<metric>.cu (mma_scan_inst.cu.in).
+// The tensor-core scan (mma_scan.cu): up to four queries a pass, included
+// only by the generated translation units mma_scan_<dtype>_<metric>.cu
+// (mma_scan_inst.cu.in).
 //
 // Why: the row-by-row scan spends about 30 instructions a row converting,
 // multiplying and reducing, which bounds short rows (and every row with
 // four queries) by instructions, not bytes. Here a warp reads 16 rows at
-// once straight into m16n8k16 A fragments and one MMA does 256 products.
+// once straight into A fragments (m16n8k16 over 16-bit rows, m16n8k8 TF32
+// over f32 rows) and one MMA does 256 or 128 products.
 //
 // EXACT results all the same: the MMA keys are only a filter. Each query
-// is split into 16-bit parts hi + lo (columns 2q and 2q + 1 of B, scaled
-// by a power of two into range), so the MMA sum is within e_rel * |row| *
-// |query| of the true dot product (mma_scan_margin); a row is re-scored by
-// the row-by-row scan's own arithmetic (row_sums, same bits) only when its
-// key could reach the warp's list from within that margin, and only
-// re-scored keys enter a list. So the answers, keys and order are those of
-// the row-by-row scan, bit for bit.
+// is split into parts hi + lo of the MMA's input type (columns 2q and
+// 2q + 1 of B, scaled by a power of two into range), so the MMA sum is
+// within e_rel * |row| * |query| of the true dot product (mma_scan_margin);
+// a row is re-scored by the row-by-row scan's own arithmetic (row_sums,
+// same bits) only when its key could reach the warp's list from within
+// that margin, and only re-scored keys enter a list. So the answers, keys
+// and order are those of the row-by-row scan, bit for bit.
 //
 // Rows reach shared memory through a ring of cp.async stages a warp, its
 // copies covering whole 128-byte lines. The dot product does not depend on
-// the order of the dimensions, so lane (g, t) then reads 16 bytes (dims 8t
-// .. 8t + 7 of a 32-dim chunk) of rows g and g + 8 from the stage and hands
-// them to two MMAs as they lie; B's fragments hold the query's dims in the
-// same order.
+// the order of the dimensions, so lane (g, t) then reads 16 bytes (piece t
+// of a 64-byte chunk) of rows g and g + 8 from the stage and hands them to
+// two MMAs as they lie; B's fragments hold the query's dims in the same
+// order.
 #pragma once
 
 #include <cuda/atomic>
@@ -39,27 +40,35 @@ namespace {
 constexpr int kMmaWarps = kScanWarps;
 constexpr int kMmaThreads = kScanThreads;
 
-// 16-bit halves of a float (round to nearest) packed as the MMA takes them.
+// A query's part in the MMA's input type (round to nearest): 16-bit halves,
+// or TF32 for f32 rows (a float whose low 13 bits are zero).
 template <class T>
-struct Part16;
+struct Part;
 template <>
-struct Part16<__half> {
-  __device__ __forceinline__ static unsigned short bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
-  __device__ __forceinline__ static float value(unsigned short b) { return __half2float(__ushort_as_half(b)); }
+struct Part<__half> {
+  using Bits = unsigned short;
+  __device__ __forceinline__ static Bits bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
+  __device__ __forceinline__ static float value(Bits b) { return __half2float(__ushort_as_half(b)); }
 };
 template <>
-struct Part16<__nv_bfloat16> {
-  __device__ __forceinline__ static unsigned short bits(float v) {
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  }
-  __device__ __forceinline__ static float value(unsigned short b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
+struct Part<__nv_bfloat16> {
+  using Bits = unsigned short;
+  __device__ __forceinline__ static Bits bits(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+  __device__ __forceinline__ static float value(Bits b) { return __bfloat162float(__ushort_as_bfloat16(b)); }
+};
+template <>
+struct Part<float> {
+  using Bits = uint32_t;
+  __device__ __forceinline__ static Bits bits(float v) { return Mma<float>::frag(__float_as_uint(v)); }
+  __device__ __forceinline__ static float value(Bits b) { return __uint_as_float(b); }
 };
 
-// Halves of a column of B, padded so that lanes of a quarter warp reading
-// two columns hit distinct banks (a stride of 64 modulo 128 bytes).
-__host__ __device__ inline uint32_t mma_col_stride(uint64_t ld) {
-  const uint32_t c = static_cast<uint32_t>((ld + 31) / 32 * 32);
-  return (c / 32) % 2 == 1 ? c : c + 32;
+// Bytes of a column of B (a query part over the row's chunks of 64 bytes),
+// padded so that lanes of a quarter warp reading two columns hit distinct
+// banks (a stride of 64 modulo 128 bytes).
+__host__ __device__ inline uint32_t mma_col_stride(uint64_t ld, uint32_t eb) {
+  const uint32_t c = static_cast<uint32_t>((ld * eb + 63) / 64 * 64);
+  return (c / 64) % 2 == 1 ? c : c + 64;
 }
 
 // A warp's ring: kMmaStages stages, each of its lanes' 16-byte pieces of
@@ -78,15 +87,16 @@ struct MmaSmem {
   // The warps' rings, then B's columns [2 * QB][stride] halves (their
   // space, with the rings', reused after the rows for the last block's
   // merge survivors), then the warp lists [warps][QB][k] and their counts.
-  __host__ __device__ static size_t cols_bytes(int qb, uint64_t ld) {
-    return (static_cast<size_t>(2 * qb) * mma_col_stride(ld) * 2 + 15) / 16 * 16;
+  // (eb: bytes of a stored element.)
+  __host__ __device__ static size_t cols_bytes(int qb, uint64_t ld, uint32_t eb) {
+    return static_cast<size_t>(2 * qb) * mma_col_stride(ld, eb);
   }
-  __host__ __device__ static size_t front_bytes(int qb, uint64_t ld) {
-    const size_t f = kMmaWarps * kMmaRingBytes + cols_bytes(qb, ld), r = kRankMax * sizeof(Cand);
+  __host__ __device__ static size_t front_bytes(int qb, uint64_t ld, uint32_t eb) {
+    const size_t f = kMmaWarps * kMmaRingBytes + cols_bytes(qb, ld, eb), r = kRankMax * sizeof(Cand);
     return f > r ? f : r;
   }
-  static size_t bytes(int qb, uint64_t ld, uint32_t k) {
-    return 128 + front_bytes(qb, ld) + static_cast<size_t>(kMmaWarps) * qb * k * sizeof(Cand) +
+  static size_t bytes(int qb, uint64_t ld, uint32_t k, uint32_t eb) {
+    return 128 + front_bytes(qb, ld, eb) + static_cast<size_t>(kMmaWarps) * qb * k * sizeof(Cand) +
            kMmaWarps * qb * sizeof(int);
   }
 };
@@ -116,7 +126,10 @@ __device__ __forceinline__ float key_bound(const StoreRef& s, float sum, float e
   return fmaxf(key_of<true>(s, sum - err, qnorm, m), key_of<true>(s, sum + err, qnorm, m));
 }
 
-// CH: 32-dim chunks a row when known at compile time (1, 2 or 4; B then
+// A chunk is 64 bytes of a row: 32 dims of 16-bit rows (an m16n8k16 MMA
+// per 16), 16 of f32 rows (an m16n8k8 TF32 MMA per 8, fed the stored bits:
+// the tensor cores read their top 19, so a row's part is within 2^-10 of
+// it). CH: chunks a row when known at compile time (1, 2 or 4; B then
 // stays in registers), 0 for the run-time width (B read from shared
 // memory). A step copies kMmaPieces pieces a lane: two tiles of 16 rows of
 // one chunk (CH = 1), or one tile of two chunks; a group (the rows of one
@@ -129,6 +142,7 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   constexpr int R = CH == 1 ? 2 : 1;   // tiles a group
   constexpr int KC = CH == 1 ? 1 : 2;  // chunks a step
   static_assert(64 * R * KC == 32 * kMmaPieces, "a step is the warp's pieces");
+  constexpr uint32_t EB = sizeof(T), CD = 64 / EB, PE = 16 / EB;  // bytes an element, dims a chunk, a piece
   constexpr int S = kMmaStages;
   // The rings start on a 128-byte line (the dynamic block follows the
   // static words, off a line): with stages straddling lines, 1 GB of
@@ -139,12 +153,12 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   __shared__ float s_scale[QB], s_qnorm[QB];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const uint64_t ld = s.ld;
-  const uint32_t stride = mma_col_stride(ld), nch = static_cast<uint32_t>((ld + 31) / 32);
+  const uint32_t stride = mma_col_stride(ld, EB), nch = static_cast<uint32_t>((ld + CD - 1) / CD);
   unsigned char* ring = smem + warp * kMmaRingBytes;
   uint4* pieces = reinterpret_cast<uint4*>(ring);  // [S][32][kMmaPieces]
   MmaMeta* metas = reinterpret_cast<MmaMeta*>(ring + S * kMmaStageBytes);
-  unsigned short* cols = reinterpret_cast<unsigned short*>(smem + kMmaWarps * kMmaRingBytes);
-  const size_t f_bytes = MmaSmem::front_bytes(QB, ld);
+  unsigned char* cols = smem + kMmaWarps * kMmaRingBytes;
+  const size_t f_bytes = MmaSmem::front_bytes(QB, ld, EB);
   Cand* lists = reinterpret_cast<Cand*>(smem + f_bytes);
   int* counts = reinterpret_cast<int*>(lists + kMmaWarps * QB * k);
 
@@ -178,13 +192,15 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   }
   __syncthreads();
   // B's columns: 2q the query's high part, 2q + 1 what is left of it.
-  for (uint32_t i = threadIdx.x; i < QB * stride; i += kMmaThreads) {
-    const int q = static_cast<int>(i / stride);
-    const uint32_t d = i % stride;
+  using Bits = typename Part<T>::Bits;
+  const uint32_t col_elems = stride / EB;
+  for (uint32_t i = threadIdx.x; i < QB * col_elems; i += kMmaThreads) {
+    const int q = static_cast<int>(i / col_elems);
+    const uint32_t d = i % col_elems;
     const float v = q < static_cast<int>(nq) && d < ld ? queries[q * ld + d] * s_scale[q] : 0.0f;
-    const unsigned short hi = Part16<T>::bits(v);
-    cols[(2 * q) * stride + d] = hi;
-    cols[(2 * q + 1) * stride + d] = Part16<T>::bits(v - Part16<T>::value(hi));
+    const Bits hi = Part<T>::bits(v);
+    reinterpret_cast<Bits*>(cols + (2 * q) * stride)[d] = hi;
+    reinterpret_cast<Bits*>(cols + (2 * q + 1) * stride)[d] = Part<T>::bits(v - Part<T>::value(hi));
   }
   __syncthreads();
 
@@ -223,12 +239,12 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
 #pragma unroll
   for (int q = 0; q < QB; ++q) published[q] = 0;
 
-  // B fragments: column g (zero where no query), dims 8t .. 8t + 7 of chunk
-  // c (zero past the row's chunks).
+  // B fragments: column g (zero where no query), piece t (16 bytes) of
+  // chunk c (zero past the row's chunks).
   const bool col_real = g < 2 * QB;
-  const unsigned short* my_col = cols + (col_real ? g : 0) * stride + 8 * t;
+  const unsigned char* my_col = cols + (col_real ? g : 0) * stride + 16 * t;
   auto b_frag = [&](uint32_t c) -> uint4 {
-    return col_real && c < nch ? *reinterpret_cast<const uint4*>(my_col + c * 32) : make_uint4(0, 0, 0, 0);
+    return col_real && c < nch ? *reinterpret_cast<const uint4*>(my_col + c * 64) : make_uint4(0, 0, 0, 0);
   };
   uint4 breg[CH > 0 ? CH : 1];
   if constexpr (CH > 0) {
@@ -237,7 +253,7 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   }
 
   const auto* base = static_cast<const unsigned char*>(s.vectors);
-  const size_t row_bytes = ld * 2;
+  const size_t row_bytes = ld * EB;
   const uint32_t n_rows = s.slots;
   const uint32_t tiles = (n_rows + 15) / 16;
   const uint32_t warps = gridDim.x * kMmaWarps, wg = blockIdx.x * kMmaWarps + warp;
@@ -245,7 +261,7 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
   const uint32_t groups = tiles > wg ? (tiles - wg + R * warps - 1) / (R * warps) : 0;
   const uint32_t total = groups * spt;
   auto first_row = [&](uint32_t group, int r) { return (wg + (group * R + r) * warps) * 16; };
-  const bool whole_chunks = ld % 32 == 0;  // every chunk's 32 dims in the row
+  const bool whole_chunks = ld % CD == 0;  // every chunk's dims in the row
 
   // Step i's copies: its pieces, and at a group's first step the group's
   // metadata (16 pieces a tile; a piece the store's arrays end inside is
@@ -283,9 +299,9 @@ __global__ void __launch_bounds__(kMmaThreads, 3)
       const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
       const uint32_t row = first_row(group, static_cast<int>(rr / 16)) + rr % 16;
       const uint32_t ch = c0 + piece / 4;
-      const uint64_t d = static_cast<uint64_t>(ch) * 32 + 8 * (piece % 4);
+      const uint64_t d = static_cast<uint64_t>(ch) * CD + PE * (piece % 4);
       const bool ok = ch < nch && d < ld && row < n_rows;
-      cp_async16(st + to[j], ok ? base + row * row_bytes + d * 2 : base, ok);
+      cp_async16(st + to[j], ok ? base + row * row_bytes + d * EB : base, ok);
     }
   };
   auto issue_meta = [&](uint32_t i) {
@@ -488,9 +504,9 @@ void launch_mma_instance(Kernel kernel, unsigned blocks, size_t smem, cudaStream
 template <class T, bool L2, int QB, class List>
 void dispatch_mma(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, float e_rel, Cand* cand,
                   unsigned blocks, const ScanTail& tail, cudaStream_t st) {
-  const size_t smem = MmaSmem::bytes(QB, s.ld, k);
+  const size_t smem = MmaSmem::bytes(QB, s.ld, k, sizeof(T));
   auto go = [&](auto kernel) { launch_mma_instance(kernel, blocks, smem, st, s, q, qn, nq, k, e_rel, cand, tail); };
-  const uint64_t nch = (s.ld + 31) / 32;
+  const uint64_t nch = (s.ld * sizeof(T) + 63) / 64;
   if (nch == 1)
     go(mma_scan_kernel<T, L2, QB, List, 1>);
   else if (nch == 2)

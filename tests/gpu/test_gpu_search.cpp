@@ -407,8 +407,8 @@ TEST(GpuSearchBits, BatchScoresAreTheSingleQueryBits) {
       }
 }
 
-// EXACT over 16-bit rows: the tensor-core scan (k <= 256, up to four queries
-// a pass) only filters with its MMA keys, so its answer is the prefix of
+// EXACT: the tensor-core scan (16-bit and f32 rows, k <= 256, up to four
+// queries a pass) only filters with its MMA keys, so its answer is the prefix of
 // the answer that scores every row exactly (k = 1000: the score pass and
 // the radix selection), ids and score bits, even where thousands of rows
 // lie within the MMA keys' error of each other: rows one 16-bit step apart
@@ -417,7 +417,7 @@ TEST(GpuSearchBits, TensorCoreScanKeepsNearTies) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   const size_t n = 20011;
-  for (const int32_t dt : {kF16, kBF16})
+  for (const int32_t dt : {kF16, kBF16, kF32})
     for (const int32_t me : {kCos, kDot, kL2})
       for (const size_t dim : {size_t{24}, size_t{64}, size_t{200}, size_t{1000}}) {
         auto s = mt::make_store(dim, dt, me, gpu.get());
@@ -426,9 +426,10 @@ TEST(GpuSearchBits, TensorCoreScanKeepsNearTies) {
         Matrix rows(kF32, n, dim);
         for (size_t i = 0; i < n; ++i)
           for (size_t j = 0; j < dim; ++j) {
-            // A few elements moved by about one 16-bit step.
+            // A few elements moved by about one step of the MMA's input
+            // (f16 and TF32: 2^-10, bf16: 2^-7).
             const double b = base.row(0)[j];
-            const double step = (dt == kF16 ? 1.0 / 1024 : 1.0 / 128) * std::abs(b);
+            const double step = (dt == kBF16 ? 1.0 / 128 : 1.0 / 1024) * std::abs(b);
             const double moved = mt::rand_below(rng, 8) == 0 ? (mt::rand_below(rng, 3) - 1.0) * step : 0.0;
             rows.set(i, j, static_cast<float>(b + moved));
           }
@@ -458,27 +459,24 @@ TEST(GpuSearchBits, TensorCoreScanKeepsNearTies) {
       }
 }
 
-// EXACT over 16-bit rows at the ends of the range: the tensor-core scan's
-// one-FMA filter of plain keys still offers every row the exact scan would
-// keep. Zero rows (cosine key 0), rows whose norm underflows (bf16 values
-// near 1e-30), large rows; a zero query, one whose norm underflows, a huge
+// EXACT at the ends of the range: the tensor-core scan's one-FMA filter of
+// plain keys still offers every row the exact scan would keep. Zero rows
+// (cosine key 0), rows whose norm underflows (bf16 and f32 values near
+// 1e-30), large rows; a zero query, one whose norm underflows, a huge
 // one and an ordinary one, alone and as one pass of four queries, each
 // answer the prefix of the answer that scores every row exactly (k = 1000).
 TEST(GpuSearchBits, TensorCoreScanAtTheEndsOfTheRange) {
   REQUIRE_CUDA(gpu);
   auto rng = mt::rng_for_test();
   const size_t n = 9001;
-  for (const int32_t dt : {kF16, kBF16})
+  for (const int32_t dt : {kF16, kBF16, kF32})
     for (const int32_t me : {kCos, kDot, kL2})
       for (const size_t dim : {size_t{32}, size_t{64}, size_t{136}}) {
         auto s = mt::make_store(dim, dt, me, gpu.get());
         ASSERT_TRUE(s);
         Matrix rows = mt::random_matrix(rng, kF32, n, dim);
         for (size_t i = 0; i < n; ++i) {
-          const double scale = i % 7 == 0    ? 0.0
-                               : i % 11 == 0 ? (dt == kBF16 ? 1e-30 : 1e-3)
-                               : i % 13 == 0 ? 300.0
-                                             : 1.0;
+          const double scale = i % 7 == 0 ? 0.0 : i % 11 == 0 ? (dt == kF16 ? 1e-3 : 1e-30) : i % 13 == 0 ? 300.0 : 1.0;
           for (size_t j = 0; j < dim; ++j) rows.set(i, j, static_cast<float>(rows.row(i)[j] * scale));
         }
         ASSERT_OK(mt::store_add(s.get(), mt::distinct_ids(rng, n), rows));
