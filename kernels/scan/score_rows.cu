@@ -5,7 +5,10 @@
 // would give; like the scan, each warp reads two rows a step with the row
 // length known at compile time for the common widths, which keeps a dozen
 // 16-byte loads in flight per lane (one row a step with a run-time trip
-// count ran 8% under the scan's bandwidth at 1M x 768 f32).
+// count ran 8% under the scan's bandwidth at 1M x 768 f32). Rows of up to
+// 16 vectors are read by groups of LPR lanes, 32 / LPR rows a warp at once,
+// as the short-row scan reads them (same bits, row_dot.cuh): a whole warp
+// on a 128-byte row left three lanes in four idle and reduced over all 32.
 #include <algorithm>
 #include <type_traits>
 
@@ -19,21 +22,26 @@ namespace {
 constexpr int kWarps = kScanWarps;
 constexpr int kThreads = kScanThreads;
 
-template <class T, bool L2, int NVEC, int QB, bool ACT>
+template <class T, bool L2, int NVEC, int QB, bool ACT, int LPR = 32>
 __global__ void __launch_bounds__(kThreads)
     score_rows_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                       float* __restrict__ keys) {
+  static_assert(LPR >= QB, "a group's lane q writes query q's key");
+  constexpr int RPW = 32 / LPR;  // rows a warp reads at once
   extern __shared__ __align__(16) unsigned char smem[];
   float* qs = reinterpret_cast<float*>(smem);
   for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kThreads) qs[i] = i / s.ld < nq ? queries[i] : 0.0f;
   __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32, grp = threadIdx.x % 32 / LPR, lane = threadIdx.x % LPR;
   const size_t row_bytes = s.ld * sizeof(T);
   const auto* base = static_cast<const unsigned char*>(s.vectors);
-  const uint32_t stride = gridDim.x * kWarps;
-  // Rows past the end re-read the step's first row and are not written.
+  const uint32_t stride = gridDim.x * kWarps * RPW;
+  // Rows past the end re-read the store's first row and are not written
+  // (a group's loop runs as long as its warp's: the reduction's shuffles
+  // take every lane).
   constexpr int R = 2;
-  for (uint32_t row = blockIdx.x * kWarps + warp; row < s.slots; row += R * stride) {
+  for (uint32_t row0 = (blockIdx.x * kWarps + warp) * RPW; row0 < s.slots; row0 += R * stride) {
+    const uint32_t row = row0 + grp;
     uint32_t slot[R];
     bool have[R];
     SlotMeta m[R];
@@ -42,12 +50,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int r = 0; r < R; ++r) {
       const uint32_t x = row + r * stride;
       have[r] = x < s.slots;
-      slot[r] = have[r] ? x : row;
+      slot[r] = have[r] ? x : 0u;
       m[r] = slot_meta<ACT>(s, slot[r]);
       rows[r] = base + slot[r] * row_bytes;
     }
     float acc[R][QB];
-    row_sums<T, L2, NVEC, QB, R>(rows, qs, s.ld, lane, acc);
+    row_sums<T, L2, NVEC, QB, R, LPR>(rows, qs, s.ld, lane, acc);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       // Lane q writes query q's key (every lane holds every sum).
@@ -73,6 +81,14 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
     kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, n, out);
   };
   constexpr int V = Vec16<T>::kElems;
+  // Short rows: groups of lanes (plain keys; activation rankings keep a
+  // warp a row, fewer instances).
+  const int lanes = ACT ? 0 : scan_lanes(s);
+  if constexpr (!ACT) {
+    if (lanes == 4) return go(score_rows_kernel<T, L2, 0, QB, ACT, 4>);
+    if (lanes == 8) return go(score_rows_kernel<T, L2, 0, QB, ACT, 8>);
+    if (lanes == 16) return go(score_rows_kernel<T, L2, 0, QB, ACT, 16>);
+  }
   // Activation rankings keep the run-time trip count (fewer instances).
   if constexpr (ACT) {
     go(score_rows_kernel<T, L2, 0, QB, ACT>);
