@@ -47,57 +47,55 @@ uint64_t allow_bits(const uint64_t* allow, uint64_t b0, uint64_t n) {
   return n == 64 ? bits : bits & ((uint64_t{1} << n) - 1);
 }
 
-// One live slot's row scored alone for queries q[0..m) into tops[0..m).
-inline void score_slot(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn,
-                       uint64_t slot, TopK* tops) {
-  const size_t row_bytes = s.dim * dtype_size(s.dtype);
-  const auto* row = static_cast<const unsigned char*>(s.vectors) + slot * row_bytes;
-  float raw[simd::kMaxQueries];
-  simd::score_rows(q, m, row, s.dtype, s.dim, 1, s.metric == Metric::l2sq, raw);
-  if (a.act.on) {
-    float extra;
-    activation_extras_of(s, a, slot, 1, &extra);
-    for (uint64_t j = 0; j < m; ++j)
-      tops[j].push(fmaf(a.act.w_rel, relevance_key(s, slot, raw[j], qn[j]), extra), s.ids[slot]);
-    return;
-  }
-  for (uint64_t j = 0; j < m; ++j) {
-    float key;
-    plain_keys(s, a, slot, 1, raw + j, qn[j], &key);
-    tops[j].push(key, s.ids[slot]);
-  }
-}
+// Scores a gather holds: a list's rows for one query go kGatherScores at a
+// time, a sparse block's (at most kBlock) for up to kMaxQueries queries.
+constexpr uint64_t kGatherScores = simd::kMaxQueries * kBlock;
 
-// Asks for a listed row a few rows ahead: the rows of a list are scattered,
-// so the hardware prefetcher does not see them coming.
-inline void prefetch_slot(const StoreView& s, uint64_t slot) {
+// Rows first + rel[r], r < n (m * n <= kGatherScores, rel[r] < 2^32),
+// scored by the gather kernel for queries q[0..m) into tops[0..m); rel[n ..
+// listed) are the rows the caller scores next (asked for early). As in
+// scan_range, only a key that reaches a list has its slot's id read.
+void score_gathered(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn,
+                    uint64_t first, const uint32_t* rel, uint64_t n, uint64_t listed, TopK* tops) {
   const size_t row_bytes = s.dim * dtype_size(s.dtype);
-  const char* p = static_cast<const char*>(s.vectors) + slot * row_bytes;
-  for (size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o);
+  const auto* base = static_cast<const unsigned char*>(s.vectors) + first * row_bytes;
+  float raw[kGatherScores];
+  simd::score_slots(q, m, base, s.dtype, s.dim, rel, n, listed, s.metric == Metric::l2sq, raw);
+  for (uint64_t j = 0; j < m; ++j) {
+    TopK& top = tops[j];
+    float entry = top.full() ? top.worst_key() : -std::numeric_limits<float>::infinity();
+    for (uint64_t r = 0; r < n; ++r) {
+      const uint64_t slot = first + rel[r];
+      float key;
+      if (a.act.on)
+        key = fmaf(a.act.w_rel, relevance_key(s, slot, raw[j * n + r], qn[j]), activation_extra_of(s, a, slot));
+      else
+        plain_keys(s, a, slot, 1, raw + j * n + r, qn[j], &key);
+      if (key < entry) continue;  // NaN goes on to push, which drops it
+      if (s.ids[slot] == kNoId) continue;
+      top.push(key, s.ids[slot]);
+      if (top.full()) entry = top.worst_key();
+    }
+  }
 }
-constexpr uint64_t kAheadRows = 4;
 
 // Scores the listed slots sl[j..to) below slot `below` for one query into
-// top, asking before each for the row kAheadRows further down its list
-// (which ends at e); returns where it stopped. The three walks of
-// list_search share it.
+// top; returns where it stopped. The three walks of list_search share it.
 inline uint64_t score_listed(const StoreView& s, const SearchArgs& a, const float* q, const float* qn,
-                             const uint32_t* sl, uint64_t j, uint64_t to, uint64_t e, TopK* top,
-                             uint32_t below = UINT32_MAX) {
-  for (; j < to && sl[j] < below; ++j) {
-    if (j + kAheadRows < e) prefetch_slot(s, sl[j + kAheadRows]);
-    if (s.ids[sl[j]] != kNoId) score_slot(s, a, q, 1, qn, sl[j], top);
-  }
-  return j;
+                             const uint32_t* sl, uint64_t j, uint64_t to, TopK* top, uint32_t below = UINT32_MAX) {
+  if (below != UINT32_MAX) to = static_cast<uint64_t>(std::lower_bound(sl + j, sl + to, below) - sl);
+  for (; j < to; j += kGatherScores)
+    score_gathered(s, a, q, 1, qn, 0, sl + j, std::min(kGatherScores, to - j), to - j, top);
+  return to;
 }
 
-// The rows of `bits` (slot b0 + r for bit r) scored one by one.
+// The rows of `bits` (slot b0 + r for bit r).
 void scan_sparse(const StoreView& s, const SearchArgs& a, const float* q, uint64_t m, const float* qn, uint64_t b0,
                  uint64_t bits, TopK* tops) {
-  for (; bits; bits &= bits - 1) {
-    const uint64_t slot = b0 + static_cast<uint64_t>(__builtin_ctzll(bits));
-    if (s.ids[slot] != kNoId) score_slot(s, a, q, m, qn, slot, tops);
-  }
+  uint32_t rel[64];
+  uint64_t n = 0;
+  for (; bits; bits &= bits - 1) rel[n++] = static_cast<uint32_t>(__builtin_ctzll(bits));
+  score_gathered(s, a, q, m, qn, b0, rel, n, n, tops);
 }
 
 // The shared walk of list_search: chunks of kSharedChunk slots over the
@@ -139,7 +137,7 @@ void shared_list_search(const SearchArgs& a, int nt, uint64_t cap) {
         const uint64_t e = L.bounds[2 * i + 1];
         if (j == e || sl[j] >= hi) continue;
         if (sl[j] < lo) j = static_cast<uint64_t>(std::lower_bound(sl + j, sl + e, lo) - sl);
-        at[i] = score_listed(s, a, a.queries + i * s.dim, &qn[i], sl, j, e, e, &mine[i], hi);
+        at[i] = score_listed(s, a, a.queries + i * s.dim, &qn[i], sl, j, e, &mine[i], hi);
       }
     }
   });
@@ -187,7 +185,7 @@ void list_search(const SearchArgs& a, int nt) {
         TopK& top = parts[0];
 #endif
         for (uint64_t c = next.fetch_add(kChunk); c < e; c = next.fetch_add(kChunk))
-          score_listed(s, a, q, &qn, sl, c, std::min(e, c + kChunk), e, &top);
+          score_listed(s, a, q, &qn, sl, c, std::min(e, c + kChunk), &top);
       });
       errors.rethrow();
       for (size_t t = 1; t < parts.size(); ++t) parts[0].merge(parts[t]);
@@ -210,8 +208,7 @@ void list_search(const SearchArgs& a, int nt) {
       const float* q = a.queries + static_cast<uint64_t>(i) * s.dim;
       const float qn = query_norm(q, s.dim);
       TopK top(cap);
-      const uint64_t e = L.bounds[2 * i + 1];
-      score_listed(s, a, q, &qn, sl, L.bounds[2 * i], e, e, &top);
+      score_listed(s, a, q, &qn, sl, L.bounds[2 * i], L.bounds[2 * i + 1], &top);
       write_results(top.take_sorted(), a, static_cast<uint64_t>(i), s.metric);
     });
   }

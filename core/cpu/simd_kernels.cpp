@@ -134,10 +134,16 @@ inline bool prefetch_by_rows() {
   return v;
 }
 
+// Rows r < n are consecutive from `rows`, or with `slots`, rows slots[r] of
+// the array at `rows` (a gather: each row alone, asked for kGatherAhead
+// rows early, as far as slots[listed - 1]).
+constexpr size_t kGatherAhead = 4;
 template <class L, size_t M, bool kL2>
-void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n, size_t ld, float* out) {
+void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n, size_t ld, float* out,
+                  const uint32_t* slots = nullptr, size_t listed = 0) {
   const DF df;
   const auto* x = static_cast<const typename L::T*>(rows);
+  auto at = [&](size_t r) { return x + (slots ? slots[r] : r) * dim; };
   float s[M];
   // The hardware prefetcher stops at 4 KiB pages: ask for the rows about
   // 2 KiB ahead so the stream does not stall at each page boundary. As a
@@ -149,20 +155,22 @@ void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n,
   // 8.85, 768 10.13 -> 8.60, 3072 11.17 -> 8.78 (the read floor 8.8-9.0 ms)
   // against whole rows asked for at once.
   const size_t row_bytes = dim * sizeof(typename L::T);
-  const size_t pf = n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows() ? prefetch_ahead() : 0;
-  const size_t ahead = row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
+  const size_t pf = !slots && n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows() ? prefetch_ahead() : 0;
+  const size_t ahead = slots ? kGatherAhead : row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
+  const size_t known = slots ? listed : n;
   for (size_t r = 0; r < n; ++r) {
-    if (!pf && r + ahead < n) {
-      const auto* p = reinterpret_cast<const unsigned char*>(x + (r + ahead) * dim);
+    if (!pf && r + ahead < known) {
+      const auto* p = reinterpret_cast<const unsigned char*>(at(r + ahead));
       for (size_t o = 0; o < row_bytes; o += 64) hwy::Prefetch(p + o);
     }
-    score_one_row<L, M, kL2>(df, q, x + r * dim, dim, s, pf);
+    score_one_row<L, M, kL2>(df, q, at(r), dim, s, pf);
     for (size_t j = 0; j < M; ++j) out[j * ld + r] = s[j];
   }
 }
 
 template <class L, bool kL2>
-void score_rows_l(const float* queries, size_t m, const void* rows, size_t dim, size_t n, float* out) {
+void score_rows_l(const float* queries, size_t m, const void* rows, size_t dim, size_t n, float* out,
+                  const uint32_t* slots = nullptr, size_t listed = 0) {
   // Two queries per pass keep 8 accumulators in registers on 16-register
   // targets; AVX-512 has room for four.
   constexpr size_t kGroup = HWY_MAX_BYTES >= 64 ? 4 : 2;
@@ -172,11 +180,11 @@ void score_rows_l(const float* queries, size_t m, const void* rows, size_t dim, 
     for (size_t j = 0; j < g; ++j) q[j] = queries + (j0 + j) * dim;
     float* o = out + j0 * n;
     if (g == 4)
-      score_rows_t<L, 4, kL2>(q, rows, dim, n, n, o);
+      score_rows_t<L, 4, kL2>(q, rows, dim, n, n, o, slots, listed);
     else if (g == 2)
-      score_rows_t<L, 2, kL2>(q, rows, dim, n, n, o);
+      score_rows_t<L, 2, kL2>(q, rows, dim, n, n, o, slots, listed);
     else
-      score_rows_t<L, 1, kL2>(q, rows, dim, n, n, o);
+      score_rows_t<L, 1, kL2>(q, rows, dim, n, n, o, slots, listed);
     j0 += g;
   }
 }
@@ -193,6 +201,21 @@ void ScoreRows(const float* queries, uint64_t m, const void* rows, DType t, uint
     default:
       return l2 ? score_rows_l<LoadF32, true>(queries, m, rows, dim, n, out)
                 : score_rows_l<LoadF32, false>(queries, m, rows, dim, n, out);
+  }
+}
+
+void ScoreSlots(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, const uint32_t* slots,
+                uint64_t n, uint64_t listed, bool l2, float* out) {
+  switch (t) {
+    case DType::f16:
+      return l2 ? score_rows_l<LoadF16, true>(queries, m, rows, dim, n, out, slots, listed)
+                : score_rows_l<LoadF16, false>(queries, m, rows, dim, n, out, slots, listed);
+    case DType::bf16:
+      return l2 ? score_rows_l<LoadBF16, true>(queries, m, rows, dim, n, out, slots, listed)
+                : score_rows_l<LoadBF16, false>(queries, m, rows, dim, n, out, slots, listed);
+    default:
+      return l2 ? score_rows_l<LoadF32, true>(queries, m, rows, dim, n, out, slots, listed)
+                : score_rows_l<LoadF32, false>(queries, m, rows, dim, n, out, slots, listed);
   }
 }
 
@@ -487,6 +510,7 @@ namespace mnemo::cpu::simd {
 
 HWY_EXPORT(ScoreRows);
 HWY_EXPORT(ScoreRowPtrs);
+HWY_EXPORT(ScoreSlots);
 HWY_EXPORT(ActivationExtras);
 HWY_EXPORT(PairDot);
 HWY_EXPORT(PairL2sq);
@@ -501,6 +525,10 @@ HWY_EXPORT(TargetNameImpl);
 void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
                 float* out) {
   HWY_DYNAMIC_DISPATCH(ScoreRows)(queries, m, rows, t, dim, n, l2, out);
+}
+void score_slots(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, const uint32_t* slots,
+                 uint64_t n, uint64_t listed, bool l2, float* out) {
+  HWY_DYNAMIC_DISPATCH(ScoreSlots)(queries, m, rows, t, dim, slots, n, listed, l2, out);
 }
 void score_row_ptrs(const float* const* queries, uint64_t m, const void* row, DType t, uint64_t dim, bool l2,
                     float* out) {

@@ -20,6 +20,14 @@ constexpr uint64_t kMaxQueries = 4;
 void score_rows(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, uint64_t n, bool l2,
                 float* out);
 
+// score_rows of the rows slots[0..n) of the array at `rows` (row i at rows +
+// i * dim elements), out[j * n + r] for slots[r]: the same value score_rows
+// gives each row. Rows are asked for a few ahead, from slots[0..listed)
+// (listed >= n; the rest of a caller's list): a list's rows are scattered,
+// so the hardware prefetcher does not see them coming.
+void score_slots(const float* queries, uint64_t m, const void* rows, DType t, uint64_t dim, const uint32_t* slots,
+                 uint64_t n, uint64_t listed, bool l2, float* out);
+
 // out[j] = the score of one row against queries[j], j < m (any m): the same
 // value score_rows gives that query and row.
 void score_row_ptrs(const float* const* queries, uint64_t m, const void* row, DType t, uint64_t dim, bool l2,
