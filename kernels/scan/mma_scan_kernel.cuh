@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cuda/atomic>
+#include <type_traits>
 
 #include "batch/mma_frag.cuh"
 #include "device/cp_async.cuh"
@@ -134,8 +135,16 @@ __device__ __forceinline__ float key_bound(const StoreRef& s, float sum, float e
 // memory). A step copies kMmaPieces pieces a lane: two tiles of 16 rows of
 // one chunk (CH = 1), or one tile of two chunks; a group (the rows of one
 // epilogue) is the step's tiles, its chunks taking one step or more.
+// Three blocks an SM, except four queries' shared-memory lists: their
+// 88.8 KB a block leave room for two, so they take up to 128 registers
+// (at 85, 64 x f16 with k = 100 spilled 3.7M local requests).
+template <int QB, class List>
+constexpr int mma_min_blocks() {
+  return QB == 4 && std::is_same<List, WarpList>::value ? 2 : 3;
+}
+
 template <class T, bool L2, int QB, class List, int CH>
-__global__ void __launch_bounds__(kMmaThreads, 3)
+__global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
     mma_scan_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                     uint32_t k, float e_rel, Cand* __restrict__ cand, ScanTail tail) {
   static_assert(QB >= 1 && QB <= 4, "four queries a pass at most (B has 8 columns)");

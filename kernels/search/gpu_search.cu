@@ -218,7 +218,8 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     const bool bulk = bulk_scan_usable(s, static_cast<uint32_t>(nq), kc);
     const bool mma = !bulk && mma_scan_usable(s, static_cast<uint32_t>(std::min<uint64_t>(nq, 4)), kc);
     const unsigned blocks = bulk  ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count))
-                            : mma ? mma_scan_blocks(s, static_cast<unsigned>(sm_count))
+                            : mma ? mma_scan_blocks(s, static_cast<uint32_t>(std::min<uint64_t>(nq, 4)), kc,
+                                                    static_cast<unsigned>(sm_count))
                                   : scan_blocks(s, static_cast<unsigned>(sm_count));
     // Long lists start from a sampled bound (scan_sample.cu): its keys
     // after the block lists in the scratch, the bounds in counter words

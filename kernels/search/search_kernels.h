@@ -142,12 +142,13 @@ unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count);
 unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
                           unsigned blocks, const ScanTail& tail, cudaStream_t st);
 
-// The tensor-core scan over 16-bit rows (mma_scan.cu): whether it serves
-// this search on the current device (f16 or bf16 rows, up to four queries,
-// lists of up to kSmallKMax; MNEMO_SCAN_MMA = 0 turns it off), and its
-// launch with launch_scan_topk's arguments and outputs.
+// The tensor-core scan (mma_scan.cu): whether it serves this search on the
+// current device (f16 or bf16 rows, f32 rows of up to 256 dims, up to four
+// queries, lists of up to kSmallKMax; MNEMO_SCAN_MMA = 0 turns it off), its
+// blocks (one wave of those an SM holds), and its launch with
+// launch_scan_topk's arguments and outputs.
 bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k);
-unsigned mma_scan_blocks(const StoreRef& s, unsigned sm_count);
+unsigned mma_scan_blocks(const StoreRef& s, uint32_t nq, uint32_t k, unsigned sm_count);
 unsigned launch_mma_scan(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t k,
                          Cand* cand, unsigned blocks, const ScanTail& tail, cudaStream_t st);
 
