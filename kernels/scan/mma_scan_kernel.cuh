@@ -347,11 +347,55 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
   };
 
   // The exact key of (slot, query q), as the row-by-row scan computes it.
+  auto qnorm_of = [&](int q) {  // qn[q] without indexing it at run time
+    float v = qn[0];
+#pragma unroll
+    for (int j = 1; j < QB; ++j)
+      if (j == q) v = qn[j];
+    return v;
+  };
   auto exact_key = [&](uint32_t slot, int q) {
     const unsigned char* rows[1] = {base + slot * row_bytes};
     float acc[1][1];
     row_sums<T, L2, 0, 1, 1, 32>(rows, queries + q * ld, ld, lane, acc);
-    return key_of<true>(s, acc[0][0], qn[q], slot_meta<true>(s, slot));
+    return key_of<true>(s, acc[0][0], qnorm_of(q), slot_meta<true>(s, slot));
+  };
+  // Rows of one step a group (up to 128 bytes) still lie whole in the
+  // group's stage when they are re-scored: their exact key is then summed
+  // from there, with row_sums' arithmetic (one 16-byte vector a lane, the
+  // same FMAs in the same order, the same reduction: the same bits), and
+  // their norm and bias taken from the group's metadata, without a second
+  // trip to L2 for the row. (rr: the row's place in the step; at: in the
+  // metadata.)
+  constexpr bool kStaged = CH > 0 && CH <= KC;
+  auto exact_key_staged = [&](const uint4* stg, uint32_t rr, uint32_t slot, int q, const MmaMeta& mm, int at) {
+    constexpr int V = Vec16<T>::kElems;
+    const uint32_t nvec = static_cast<uint32_t>(ld / V);
+    float acc = 0.0f;
+    if (static_cast<uint32_t>(lane) < nvec) {
+      float x[V];
+      Vec16<T>::load_shared(stg + mma_piece_at<KC>(rr, lane), x);
+      const float* qv = queries + q * ld + lane * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const float qe = qv[e];
+        if (L2) {
+          const float d = x[e] - qe;
+          acc = fmaf(d, d, acc);
+        } else {
+          acc = fmaf(x[e], qe, acc);
+        }
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
+    SlotMeta m;
+    m.live = true;
+    m.norm = mm.norm[at];
+    m.norm2 = m.norm * m.norm;
+    m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
+    if (s.act && !s.act_in_bias) m.bias = slot_extra(s, slot, m.bias);
+    return key_of<true>(s, acc, qnorm_of(q), m);
   };
 
   // The shared bound as read at the previous group's end: the load has a
@@ -471,7 +515,9 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
           mask &= mask - 1;
           const uint32_t cs = __shfl_sync(kFullMask, slot, src);
           const int q = src % 4;
-          const float key = exact_key(cs, q);
+          const int src_at = r * 16 + src / 4 + 8 * h;
+          const float key =
+              kStaged ? exact_key_staged(stg, static_cast<uint32_t>(src_at), cs, q, mm, src_at) : exact_key(cs, q);
 #pragma unroll
           for (int qq = 0; qq < QB; ++qq)
             if (qq == q && key >= lo[qq] && wl[qq].admits(key, cs, s.ids)) {
