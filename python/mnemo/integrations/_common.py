@@ -717,3 +717,40 @@ def as_query(vector: Any) -> np.ndarray:
 def chunks(n: int, size: int) -> Iterable[slice]:
     for b in range(0, n, size):
         yield slice(b, min(b + size, n))
+
+
+# Models of values their validation would keep as they are (a search's
+# results: str ids, str texts, dict payloads), made as pydantic's
+# model_construct makes them: the constructor's state without its
+# validation, whose code is mostly out of the caches after the scan of a
+# large store. Each adapter checks at import that the state is the
+# constructor's (same_as_constructor) and uses the constructor otherwise.
+_new = object.__new__
+_setattr = object.__setattr__
+
+
+def constructed(cls: type, state: Dict[str, Any], fields_set: frozenset) -> Any:
+    """An instance of the pydantic model cls whose __dict__ is state."""
+    obj = _new(cls)
+    _setattr(obj, "__dict__", state)
+    _setattr(obj, "__pydantic_fields_set__", set(fields_set))
+    _setattr(obj, "__pydantic_extra__", None)
+    _setattr(obj, "__pydantic_private__", None)
+    return obj
+
+
+def same_as_constructor(cls: type, make: Callable[..., Any], samples: Iterable[Dict[str, Any]]) -> bool:
+    """Whether make(**kw) gives the instance cls(**kw) gives, for each kw."""
+    try:
+        for kw in samples:
+            made, fast = cls(**kw), make(**kw)
+            if (list(made.__dict__.items()) != list(fast.__dict__.items())
+                    or made.__pydantic_fields_set__ != fast.__pydantic_fields_set__
+                    or made.__pydantic_extra__ != fast.__pydantic_extra__
+                    or made.__pydantic_private__ != fast.__pydantic_private__
+                    or made != fast):
+                return False
+    except Exception:
+        return False
+    return True
+

@@ -121,39 +121,17 @@ def translate_filter(f: Optional[dict]) -> c.Cond:
 # pydantic's code is still in the caches).
 # Anything else, or a langchain-core whose Document the check below finds
 # made differently, goes through the constructor.
-_new = object.__new__
-_setattr = object.__setattr__
 _FIELDS_SET = frozenset(("id", "metadata", "page_content"))
 
 
 def _constructed(doc_id: Optional[str], text: str, metadata: dict) -> Document:
-    d = _new(Document)
-    _setattr(d, "__dict__", {"id": doc_id, "metadata": metadata, "page_content": text,
-                             "type": "Document"})
-    _setattr(d, "__pydantic_fields_set__", set(_FIELDS_SET))
-    _setattr(d, "__pydantic_extra__", None)
-    _setattr(d, "__pydantic_private__", None)
-    return d
+    return c.constructed(Document, {"id": doc_id, "metadata": metadata, "page_content": text,
+                                    "type": "Document"}, _FIELDS_SET)
 
 
-def _same_as_constructor() -> bool:
-    """Whether _constructed makes the Document the constructor makes."""
-    try:
-        for doc_id in ("i", None):
-            made = Document(id=doc_id, page_content="t", metadata={"m": [1]})
-            fast = _constructed(doc_id, "t", {"m": [1]})
-            if (list(made.__dict__.items()) != list(fast.__dict__.items())
-                    or made.__pydantic_fields_set__ != fast.__pydantic_fields_set__
-                    or made.__pydantic_extra__ != fast.__pydantic_extra__
-                    or made.__pydantic_private__ != fast.__pydantic_private__
-                    or made != fast):
-                return False
-    except Exception:
-        return False
-    return True
-
-
-_CONSTRUCTED = _same_as_constructor()
+_CONSTRUCTED = c.same_as_constructor(
+    Document, lambda id, page_content, metadata: _constructed(id, page_content, metadata),
+    [dict(id=doc_id, page_content="t", metadata={"m": [1]}) for doc_id in ("i", None)])
 
 
 def _document(doc_id: Optional[str], text: Any, metadata: Any) -> Document:

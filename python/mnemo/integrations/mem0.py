@@ -68,38 +68,15 @@ class OutputData(BaseModel):
 # mostly out of the caches after the scan of a large store. Anything else,
 # or a pydantic that the check below finds making it differently, goes
 # through the constructor.
-_new = object.__new__
-_setattr = object.__setattr__
 _OUTPUT_FIELDS = frozenset(("id", "score", "payload"))
 
 
 def _constructed(id: str, score: Optional[float], payload: Dict[str, Any]) -> OutputData:
-    out = _new(OutputData)
-    _setattr(out, "__dict__", {"id": id, "score": score, "payload": payload})
-    _setattr(out, "__pydantic_fields_set__", set(_OUTPUT_FIELDS))
-    _setattr(out, "__pydantic_extra__", None)
-    _setattr(out, "__pydantic_private__", None)
-    return out
+    return c.constructed(OutputData, {"id": id, "score": score, "payload": payload}, _OUTPUT_FIELDS)
 
 
-def _same_as_constructor() -> bool:
-    """Whether _constructed makes the OutputData the constructor makes."""
-    try:
-        for score in (0.5, None):
-            made = OutputData(id="i", score=score, payload={"p": [1]})
-            fast = _constructed("i", score, {"p": [1]})
-            if (list(made.__dict__.items()) != list(fast.__dict__.items())
-                    or made.__pydantic_fields_set__ != fast.__pydantic_fields_set__
-                    or made.__pydantic_extra__ != fast.__pydantic_extra__
-                    or made.__pydantic_private__ != fast.__pydantic_private__
-                    or made != fast):
-                return False
-    except Exception:
-        return False
-    return True
-
-
-_CONSTRUCTED = _same_as_constructor()
+_CONSTRUCTED = c.same_as_constructor(
+    OutputData, _constructed, [dict(id="i", score=score, payload={"p": [1]}) for score in (0.5, None)])
 
 
 def _output_data(id: Any, score: Optional[float], payload: Any) -> OutputData:
