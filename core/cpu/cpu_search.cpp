@@ -13,6 +13,7 @@
 #include <omp.h>
 #endif
 
+#include "../bit_count.h"
 #include "cpu_backend.h"
 #include "parallel_errors.h"
 #include "search_common.h"
@@ -235,7 +236,7 @@ void scan_range(const StoreView& s, const SearchArgs& a, const float* q, uint64_
     if (a.allow) {
       const uint64_t bits = allow_bits(a.allow, b0, n);
       if (bits == 0) continue;
-      if (static_cast<uint64_t>(__builtin_popcountll(bits)) * kSparseShare < n) {
+      if (bit_count(bits) * kSparseShare < n) {
         scan_sparse(s, a, q, m, qn, b0, bits, tops);
         continue;
       }
