@@ -67,11 +67,7 @@ void score_gathered(const StoreView& s, const SearchArgs& a, const float* q, uin
     float entry = top.full() ? top.worst_key() : -std::numeric_limits<float>::infinity();
     for (uint64_t r = 0; r < n; ++r) {
       const uint64_t slot = first + rel[r];
-      float key;
-      if (a.act.on)
-        key = fmaf(a.act.w_rel, relevance_key(s, slot, raw[j * n + r], qn[j]), activation_extra_of(s, a, slot));
-      else
-        plain_keys(s, a, slot, 1, raw + j * n + r, qn[j], &key);
+      const float key = key_of(s, a, slot, raw[j * n + r], qn[j]);
       if (key < entry) continue;  // NaN goes on to push, which drops it
       if (s.ids[slot] == kNoId) continue;
       top.push(key, s.ids[slot]);
