@@ -43,9 +43,9 @@ from . import _common as c
 
 __all__ = ["MnemoVectorStore", "translate_filters"]
 
-_NODE_TYPES = {cls.class_name(): cls for cls in (TextNode, Node, ImageNode, IndexNode, Document,
-                                                  ImageDocument)}
-_NODE_TYPES_B = {name.encode(): cls for name, cls in _NODE_TYPES.items()}
+# The node classes by the bytes of their class name in a payload.
+_NODE_TYPES = {cls.class_name().encode(): cls
+               for cls in (TextNode, Node, ImageNode, IndexNode, Document, ImageDocument)}
 _CLASS_MARK = b'"class_name":"'
 # The modes, read once (an enum member read runs Python code).
 _DEFAULT = VectorStoreQueryMode.DEFAULT
@@ -188,7 +188,7 @@ def _load_node(payload: bytes) -> BaseNode:
     at = payload.rfind(_CLASS_MARK)
     if at >= 0:
         at += len(_CLASS_MARK)
-        cls = _NODE_TYPES_B.get(payload[at:payload.index(b'"', at)], TextNode)
+        cls = _NODE_TYPES.get(payload[at:payload.index(b'"', at)], TextNode)
     else:
         cls = TextNode
     return cls.model_validate_json(payload)
