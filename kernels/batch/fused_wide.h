@@ -33,28 +33,40 @@ unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const fl
                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
                                 float* sample, bool fast, cudaStream_t st);
 
-// Long lists (kc > 32) over batches of up to kWideEmitMaxQueries: the same
-// kernel writes every key at or above a bound from the sampling pass (at
-// least kc rows reach it) to out as keys and slots [nq][cap], counting them
-// in count [nq] (which keeps growing past cap: then the dense pass writes
-// all of that query's keys to dense [nq][slots], for an exact selection
-// over the whole row). At 1000 queries the kernel, reading the store once
-// per tile of 112 queries, no longer beat cuBLAS (on the H200).
+// Long lists (kc > 32) over batches: the same kernel writes every key at or
+// above a bound from the sampling pass (at least kc rows reach it) to out as
+// keys and slots [nq][cap], counting them in count [nq] (which keeps growing
+// past cap: then launch_fused_wide_dense writes all of that query's keys to
+// a dense row, for an exact selection over the whole row). The kernel reads
+// the store once per tile of kWideTileQueries queries; at 1000 queries over
+// 768-wide rows that no longer beat cuBLAS (H200), so batches of longer rows
+// take it up to kWideEmitMaxQueries (wide_emit_max_queries).
+constexpr uint32_t kWideTileQueries = 112;
 constexpr uint32_t kWideEmitMaxQueries = 448;
+// Overflowed queries keep their dense rows in rounds (compact_select.h):
+// the round from dense_lo holds those of overflow_rank dense_lo, ... in
+// dense [dense_rows][slots].
 struct WideCandidates {
   float* keys = nullptr;
   uint32_t* slots = nullptr;
   uint32_t* count = nullptr;
   uint32_t cap = 0;
   float* dense = nullptr;
+  uint32_t dense_lo = 0, dense_rows = 0;
 };
 bool fused_wide_emit_usable(uint32_t slots, uint32_t nq, uint32_t kc, DType t, uint64_t ld, const void* queries,
                             bool fast);
 // Candidates per query that out must hold (launches with `chunks` chunks).
 uint32_t fused_wide_emit_cap(uint32_t slots, uint32_t kc, unsigned chunks);
-// thresholds [nq] words and sample as for launch_fused_wide_topk.
+// thresholds [nq] words and sample as for launch_fused_wide_topk; out.dense
+// unused.
 void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float* qnorms, const void* terms, uint32_t nq,
                             uint32_t kc, unsigned chunks, unsigned* thresholds, float* sample,
                             const WideCandidates& out, bool fast, cudaStream_t st);
+// The dense pass of one round (out.dense, dense_lo, dense_rows set), after
+// launch_fused_wide_emit with the same arguments.
+void launch_fused_wide_dense(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
+                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds,
+                             const WideCandidates& out, bool fast, cudaStream_t st);
 
 }  // namespace mnemo::cuda

@@ -36,6 +36,7 @@
 #include "batch/wgmma.cuh"
 #include "device/device_caps.h"
 #include "device/tensor_map.h"
+#include "select/overflow_rank.cuh"
 
 namespace mnemo::cuda {
 
@@ -47,7 +48,7 @@ constexpr int kConsumers = 8;
 constexpr int kThreads = (kConsumers + 1) * 32;  // the consumers and one producer warp
 constexpr uint32_t kStages = 4;
 constexpr uint32_t kRows = 128;     // store rows per tile
-constexpr uint32_t kQueries = 112;  // queries per block: 14 n-tiles of 8
+constexpr uint32_t kQueries = kWideTileQueries;  // queries per block: 14 n-tiles of 8
 constexpr uint32_t kASlab = kRows * 128, kBSlab = kQueries * 128;
 constexpr uint32_t kStageBytes = kASlab + kBSlab;  // both 1024-byte multiples, as the swizzle requires
 constexpr int kMT = 2;                             // m-tiles (16 rows) per warp
@@ -159,10 +160,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Long lists: candidates go to device memory (EMIT), and the dense pass
   // (every key) runs only for query tiles where a query's candidates
   // overflowed.
+  // The pass serves one round of the overflowed queries (WideCandidates):
+  // their dense rows in counts[] (free under EMIT, whose lists are empty),
+  // -1 for the others.
   if (EMIT && out.dense != nullptr) {
     bool need = false;
-    for (uint32_t i = threadIdx.x; i < kQueries; i += kThreads)
-      need = need || (q0 + i < nq && out.count[q0 + i] > out.cap);
+    for (uint32_t i = threadIdx.x; i < kQueries; i += kThreads) {
+      int row = -1;
+      const uint32_t q = q0 + i;
+      if (q < nq && out.count[q] > out.cap) {
+        const uint32_t r = overflow_rank(out.count, out.cap, q);
+        if (r >= out.dense_lo && r - out.dense_lo < out.dense_rows) row = static_cast<int>(r - out.dense_lo);
+      }
+      counts[i] = row;
+      need = need || row >= 0;
+    }
     if (!__syncthreads_or(need)) return;
   }
 
@@ -170,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // from_ordered_bits(0) is NaN, which fmaxf drops); NaN past nq, which
   // admits nothing.
   for (uint32_t i = threadIdx.x; i < kQueries; i += kThreads) {
-    counts[i] = 0;
+    if (!EMIT) counts[i] = 0;
     fill[i] = 0;
     sth[i] = q0 + i < nq ? fmaxf(ninf, from_ordered_bits(__ldcg(gth + q0 + i))) : nan;
   }
@@ -350,8 +362,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int x = 0; x < kMT * kNT * 4; ++x) {
         const int i = x / (kNT * 4), j = x / 4 % kNT, h = x / 2 % 2, e = x % 2;
-        const uint32_t r = tile_row(i, h), q = q0 + cq0 + j * 8 + 2 * t4 + e;
-        if (r < n && q < nq) out.dense[static_cast<uint64_t>(q) * s.slots + first + r] = acc[i][j][2 * h + e];
+        const uint32_t r = tile_row(i, h);
+        const int row = counts[cq0 + j * 8 + 2 * t4 + e];
+        if (r < n && row >= 0) out.dense[static_cast<uint64_t>(row) * s.slots + first + r] = acc[i][j][2 * h + e];
       }
       continue;
     }
@@ -483,7 +496,7 @@ bool samples(uint32_t slots, uint32_t per) {
 }
 
 // out.count set: long lists, kc candidates per query chosen from what the
-// kernel writes to out (then the dense pass where out overflowed);
+// kernel writes to out (the dense pass, where out.dense is set, alone);
 // otherwise the chunk lists in cand.
 template <class T, bool SPLIT>
 unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
@@ -505,6 +518,14 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   const uint64_t stride = static_cast<uint64_t>(used) * kl;
   const CUtensorMap rows = row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows);
   const CUtensorMap qmap = row_box_map(queries, s.dtype, s.ld, nq, kQueries);
+  if (emit && out.dense != nullptr) {
+    // Blocks of query tiles without an overflowed query of the round leave
+    // at once.
+    kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
+                                            rows, qmap);
+    MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
+    return used;
+  }
   // Sampling pass: the first tile of every chunk gives 32 keys of distinct
   // rows per query, and each query starts from the kc-th largest of them.
   // Without it every chunk starts from an empty list, and filling those
@@ -517,17 +538,9 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (sampling)");
     launch_sample_bound(sample, used * 32, nq, kc, gth, st);
   }
-  WideCandidates main = out;
-  main.dense = nullptr;
-  kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, main,
+  kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
                                           rows, qmap);
   MNEMO_CUDA_LAUNCHED("fused_wide_kernel");
-  if (emit) {
-    // Blocks of query tiles without an overflowed query leave at once.
-    kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
-                                            rows, qmap);
-    MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
-  }
   return used;
 }
 
@@ -566,9 +579,25 @@ bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const 
   return kc > 0 && kc <= 32 && wide_usable(slots, kc, t, ld, queries, fast);
 }
 
+// The most queries a batch takes the emitting kernel with (its query tiles
+// each read the store): rows of under 1 KB any number, for cuBLAS's tile
+// products fall behind there (their score tiles and selection grow with
+// the rows' count, not their bytes); longer rows kWideEmitMaxQueries.
+// MNEMO_WIDE_EMIT_MAX sets it (for measuring).
+namespace {
+uint32_t wide_emit_max_queries(DType t, uint64_t ld) {
+  static const long forced = [] {
+    const char* e = std::getenv("MNEMO_WIDE_EMIT_MAX");
+    return e ? std::strtol(e, nullptr, 10) : -1L;
+  }();
+  if (forced >= 0) return static_cast<uint32_t>(std::min<long>(forced, 0xffffffffL));
+  return ld * dtype_size(t) < 1024 ? 0xffffffffu : kWideEmitMaxQueries;
+}
+}  // namespace
+
 bool fused_wide_emit_usable(uint32_t slots, uint32_t nq, uint32_t kc, DType t, uint64_t ld, const void* queries,
                             bool fast) {
-  return kc > 32 && nq <= kWideEmitMaxQueries && wide_usable(slots, 0, t, ld, queries, fast);
+  return kc > 32 && nq <= wide_emit_max_queries(t, ld) && wide_usable(slots, 0, t, ld, queries, fast);
 }
 
 unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
@@ -605,7 +634,16 @@ void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float*
                             const WideCandidates& out, bool fast, cudaStream_t st) {
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
   MNEMO_CUDA_CHECK(cudaMemsetAsync(out.count, 0, static_cast<size_t>(nq) * 4, st));
+  WideCandidates main = out;
+  main.dense = nullptr;
   launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, sample,
+             main, st);
+}
+
+void launch_fused_wide_dense(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
+                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds,
+                             const WideCandidates& out, bool fast, cudaStream_t st) {
+  launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, nullptr,
              out, st);
 }
 

@@ -295,10 +295,18 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     }
   } else if (emit) {
     const auto sms = static_cast<unsigned>(sm_count);
-    uint64_t qc = nq;
+    // Query chunks of whole tiles where there are several (a tile reads the
+    // store whether it holds 1 query or 112). Overflowed queries' dense key
+    // rows (one of `slots` keys each) take what the rest leaves, in up to
+    // kMaxRounds rounds of dq rows: a round costs two launches whose blocks
+    // leave at once when nothing overflowed, against a store pass for a
+    // smaller chunk.
+    constexpr uint64_t kMaxRounds = 32;
+    const uint64_t tq = kWideTileQueries, row_bytes = static_cast<uint64_t>(slots) * 4;
+    uint64_t qc = nq, dq = 1;
     uint32_t cap = 0;
     Arena ar;
-    size_t o_terms = 0, o_thr = 0, o_count = 0, o_samp = 0, o_keys = 0, o_slots = 0, o_dense = 0, o_sel = 0;
+    size_t o_terms = 0, o_thr = 0, o_count = 0, o_samp = 0, o_keys = 0, o_slots = 0, o_sel = 0;
     for (;;) {
       // The remainder chunk's launch may split the store differently.
       const uint32_t rem = static_cast<uint32_t>(nq % qc);
@@ -314,11 +322,13 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
           std::max(fused_wide_sample_bytes(static_cast<uint32_t>(qc), ch), fused_wide_sample_bytes(rem, ch_rem)));
       o_keys = ar.add(qc * cap * 4);
       o_slots = ar.add(qc * cap * 4);
-      o_dense = ar.add(qc * slots * 4);
       o_sel = ar.add(compact_select_temp_bytes(static_cast<uint32_t>(qc), kc));
-      if (ar.size() <= budget || qc == 1) break;
-      qc = (qc + 1) / 2;
+      const uint64_t rest = ar.size() + 256;  // the dense rows' alignment
+      dq = rest + row_bytes <= budget ? std::min(qc, (budget - rest) / row_bytes) : 1;
+      if ((rest + row_bytes <= budget && ceil_div(qc, dq) <= kMaxRounds) || qc == 1) break;
+      qc = qc > 2 * tq ? qc / 2 / tq * tq : qc > tq ? tq : (qc + 1) / 2;
     }
+    const size_t o_dense = ar.add(dq * row_bytes);
     void* w = ctx.scratch(ar.size());
     void* terms = at<void>(w, o_terms);
     const WideCandidates out{at<float>(w, o_keys), at<uint32_t>(w, o_slots), at<uint32_t>(w, o_count), cap,
@@ -327,10 +337,18 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     for (uint64_t q0 = 0; q0 < nq; q0 += qc) {
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(qc, nq - q0));
       const void* qm = static_cast<const unsigned char*>(q_store) + q0 * ld * dtype_size(s.dtype);
-      launch_fused_wide_emit(s, qm, qn + q0, terms, n, kc, fused_wide_chunks(slots, n, sms), at<unsigned>(w, o_thr),
-                             at<float>(w, o_samp), out, fast, st);
-      launch_compact_select(out.dense, n, slots, kc, s.ids, out.keys, out.slots, out.count, cap, lists + q0 * kc,
-                            at<void>(w, o_sel), st);
+      const unsigned ch = fused_wide_chunks(slots, n, sms);
+      unsigned* thr = at<unsigned>(w, o_thr);
+      launch_fused_wide_emit(s, qm, qn + q0, terms, n, kc, ch, thr, at<float>(w, o_samp), out, fast, st);
+      for (uint32_t lo = 0; lo < n; lo += static_cast<uint32_t>(dq)) {
+        WideCandidates round = out;
+        round.dense_lo = lo;
+        round.dense_rows = static_cast<uint32_t>(dq);
+        launch_fused_wide_dense(s, qm, qn + q0, terms, n, kc, ch, thr, round, fast, st);
+        launch_compact_select(out.dense, n, slots, kc, s.ids, out.keys, out.slots, out.count, cap, lo, round.dense_rows,
+                              lists + q0 * kc, at<void>(w, o_sel), st);
+      }
+      finish_compact_select(n, kc, lists + q0 * kc, at<void>(w, o_sel), st);
     }
   } else if (fused != Fused::none) {
     // Batches with short lists: tensor-core GEMM with the selection in its

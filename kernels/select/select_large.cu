@@ -11,6 +11,7 @@
 
 #include "search/search_kernels.h"
 #include "select/compact_select.h"
+#include "select/overflow_rank.cuh"
 
 namespace mnemo::cuda {
 
@@ -25,12 +26,17 @@ struct QCand {
 };
 
 // Candidates the prefilter kept per query: keys and slots [nq][cap], and
-// their number (above cap: too many ties, the full row is searched).
+// their number (above cap: too many ties, the full row is searched). With
+// dense_rows set, the key rows are those of one round (compact_select.h):
+// an overflowed query of overflow_rank r in [dense_lo, dense_lo +
+// dense_rows) has row r - dense_lo, other overflowed queries wait for their
+// round, and compact queries are served in the round from 0.
 struct Compact {
   const float* keys = nullptr;
   const uint32_t* slots = nullptr;
   const uint32_t* count = nullptr;
   uint32_t cap = 0;
+  uint32_t dense_lo = 0, dense_rows = 0;
 };
 
 // User id of entry i: of slot i, or of the compact entry's slot.
@@ -107,8 +113,18 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ typename Sort::TempStorage sort_tmp;
   const uint32_t q = blockIdx.x;
   const bool compact = c.count != nullptr && c.count[q] <= c.cap;
+  uint64_t drow = q;
+  if (c.dense_rows != 0) {
+    // A round: the whole block takes the same branch (q is the block's).
+    if (compact && c.dense_lo != 0) return;
+    if (!compact) {
+      const uint32_t r = overflow_rank(c.count, c.cap, q);
+      if (r < c.dense_lo || r - c.dense_lo >= c.dense_rows) return;
+      drow = r - c.dense_lo;
+    }
+  }
   const uint32_t n = compact ? c.count[q] : n_row;
-  const float* row = compact ? c.keys + static_cast<uint64_t>(q) * c.cap : keys + static_cast<uint64_t>(q) * n_row;
+  const float* row = compact ? c.keys + static_cast<uint64_t>(q) * c.cap : keys + drow * n_row;
   const uint32_t* slot_of = compact ? c.slots + static_cast<uint64_t>(q) * c.cap : nullptr;
   const SlotIds ids{all_ids, slot_of};
   QCand* o = out + static_cast<uint64_t>(q) * k;
@@ -421,18 +437,18 @@ size_t compact_select_temp_bytes(uint32_t nq, uint32_t k) {
 }
 
 void launch_compact_select(const float* dense, uint32_t nq, uint32_t n, uint32_t k, const uint64_t* ids,
-                           const float* keys, const uint32_t* slots, const uint32_t* count, uint32_t cap, Cand* out,
-                           void* temp, cudaStream_t st) {
+                           const float* keys, const uint32_t* slots, const uint32_t* count, uint32_t cap,
+                           uint32_t dense_lo, uint32_t dense_rows, Cand* out, void* temp, cudaStream_t st) {
   auto* qc = static_cast<QCand*>(temp);
-  if (k <= static_cast<uint32_t>(kThreads)) {
-    radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc, out);
-    MNEMO_CUDA_LAUNCHED("radix_select_kernel");
-    return;
-  }
-  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, Compact{keys, slots, count, cap}, qc, nullptr);
+  const Compact c{keys, slots, count, cap, dense_lo, dense_rows};
+  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, c, qc, k <= static_cast<uint32_t>(kThreads) ? out : nullptr);
   MNEMO_CUDA_LAUNCHED("radix_select_kernel");
+}
+
+void finish_compact_select(uint32_t nq, uint32_t k, Cand* out, void* temp, cudaStream_t st) {
+  if (k <= static_cast<uint32_t>(kThreads)) return;  // written in order by the rounds
   const uint64_t total = static_cast<uint64_t>(nq) * k;
-  unpack_kernel<<<ceil_div(total, 256), 256, 0, st>>>(qc, total, out);
+  unpack_kernel<<<ceil_div(total, 256), 256, 0, st>>>(static_cast<QCand*>(temp), total, out);
   MNEMO_CUDA_LAUNCHED("unpack_kernel");
 }
 

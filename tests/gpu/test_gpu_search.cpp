@@ -3,8 +3,10 @@
 // radix selection for large k, FAST re-scoring), filters, bias, updates of
 // the resident store, ties, workspace tiling and concurrent searches.
 // Skips, saying why, where no CUDA backend can be created.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -369,6 +371,41 @@ TEST(GpuSearchTies, OverflowingCandidatesRankBySmallerId) {
     ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
     for (size_t i = 0; i < nq; ++i)
       for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
+  }
+}
+
+// The smallest workspace, and a store whose full key row per query (8 MB)
+// leaves room for a few: overflowed queries take their dense rows in
+// several rounds, between queries whose candidates fit (selected in the
+// first round). Every query holds two tie groups' rows: even queries
+// 100000 rows (overflowing), odd ones 1000 (fitting); each still ranks by
+// the smaller id.
+TEST(GpuSearchTies, OverflowedQueriesTakeDenseRowsInRounds) {
+  REQUIRE_CUDA(gpu);
+  auto rng = mt::rng_for_test();
+  const size_t dim = 8, big = 100000, small = 1000, n = 2000003, nq = 37, k = 40;
+  const Matrix base = mt::random_matrix(rng, kF32, 2, dim, true);
+  Matrix all = mt::random_matrix(rng, kF32, n, dim, true);
+  std::vector<size_t> pos(n);
+  std::iota(pos.begin(), pos.end(), size_t{0});
+  std::shuffle(pos.begin(), pos.end(), rng);
+  for (size_t i = 0; i < big + small; ++i) all.copy_row(pos[i], base, i < big ? 0 : 1);
+  const auto ids = mt::distinct_ids(rng, n);
+  std::vector<uint64_t> want[2];
+  for (size_t i = 0; i < big + small; ++i) want[i < big ? 0 : 1].push_back(ids[pos[i]]);
+  for (auto& w : want) std::sort(w.begin(), w.end());
+  Matrix q(kF32, nq, dim);
+  for (size_t i = 0; i < nq; ++i) q.copy_row(i, base, i % 2);
+  for (const int32_t precision : {kExact, kFast}) {
+    auto rt = cuda_runtime(precision, 1);  // the smallest workspace there is
+    auto s = mt::make_store(dim, kF32, kCos, rt.get());
+    ASSERT_TRUE(s);
+    ASSERT_OK(mt::store_add(s.get(), ids, all));
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
+    for (size_t i = 0; i < nq; ++i)
+      for (size_t j = 0; j < k; ++j)
+        ASSERT_EQ(r.row_ids(i)[j], want[i % 2][j]) << "precision " << precision << " query " << i << " rank " << j;
   }
 }
 
