@@ -38,11 +38,8 @@ unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const fl
 // keys and slots [nq][cap], counting them in count [nq] (which keeps growing
 // past cap: then launch_fused_wide_dense writes all of that query's keys to
 // a dense row, for an exact selection over the whole row). The kernel reads
-// the store once per tile of kWideTileQueries queries; at 1000 queries over
-// 768-wide rows that no longer beat cuBLAS (H200), so batches of longer rows
-// take it up to kWideEmitMaxQueries (wide_emit_max_queries).
+// the store once per tile of kWideTileQueries queries.
 constexpr uint32_t kWideTileQueries = 112;
-constexpr uint32_t kWideEmitMaxQueries = 448;
 // Overflowed queries keep their dense rows in rounds (compact_select.h):
 // the round from dense_lo holds those of overflow_rank dense_lo, ... in
 // dense [dense_rows][slots].

@@ -579,25 +579,25 @@ bool fused_wide_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld, const 
   return kc > 0 && kc <= 32 && wide_usable(slots, kc, t, ld, queries, fast);
 }
 
-// The most queries a batch takes the emitting kernel with (its query tiles
-// each read the store): rows of under 1 KB any number, for cuBLAS's tile
-// products fall behind there (their score tiles and selection grow with
-// the rows' count, not their bytes); longer rows kWideEmitMaxQueries.
-// MNEMO_WIDE_EMIT_MAX sets it (for measuring).
+// The most queries a batch takes the emitting kernel with: any number, as
+// measured on the H200 (1 GB of f16, 1000 queries, against cuBLAS's score
+// tiles and their selection: 64-wide rows k = 100 65.0 -> 26.3 ms, 1536-wide
+// k = 100 10.2 -> 3.6 ms, k = 1000 18.8 -> 8.3 ms), now that a chunk of
+// queries no longer needs a key row per query. MNEMO_WIDE_EMIT_MAX sets a
+// limit (for measuring).
 namespace {
-uint32_t wide_emit_max_queries(DType t, uint64_t ld) {
+uint32_t wide_emit_max_queries() {
   static const long forced = [] {
     const char* e = std::getenv("MNEMO_WIDE_EMIT_MAX");
     return e ? std::strtol(e, nullptr, 10) : -1L;
   }();
-  if (forced >= 0) return static_cast<uint32_t>(std::min<long>(forced, 0xffffffffL));
-  return ld * dtype_size(t) < 1024 ? 0xffffffffu : kWideEmitMaxQueries;
+  return forced >= 0 ? static_cast<uint32_t>(std::min<long>(forced, 0xffffffffL)) : 0xffffffffu;
 }
 }  // namespace
 
 bool fused_wide_emit_usable(uint32_t slots, uint32_t nq, uint32_t kc, DType t, uint64_t ld, const void* queries,
                             bool fast) {
-  return kc > 32 && nq <= wide_emit_max_queries(t, ld) && wide_usable(slots, 0, t, ld, queries, fast);
+  return kc > 32 && nq <= wide_emit_max_queries() && wide_usable(slots, 0, t, ld, queries, fast);
 }
 
 unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
