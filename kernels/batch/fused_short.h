@@ -15,14 +15,16 @@ namespace mnemo::cuda {
 // Whether the kernel serves lists of kc over a store of `slots` rows of ld
 // elements of t on the current device (MNEMO_FUSED_SHORT=0 turns it off).
 bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld);
-// Chunks of the store per query tile (to size cand before the launch).
+// Chunks of the store per query tile, and lists per chunk and query (to
+// size cand before the launch: chunks * lists_per_chunk lists a query).
 unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, unsigned sm_count);
+uint32_t fused_short_lists_per_chunk(uint32_t nq, DType t);
 // As launch_fused_gemm_topk: queries [nq x ld] in the storage dtype (f32
 // for f32 storage), for cosine divided by their norms (launch_f32_to_unit,
 // so that a key is one FMA from its dot product); terms from
 // launch_slot_terms in a buffer with room for one entry past the last slot;
 // writes per-chunk lists cand[q][c][kc] (c below the returned count, at most
-// `chunks`), each sorted best first with approximate keys. thresholds: [nq]
+// chunks * fused_short_lists_per_chunk), each sorted best first with approximate keys. thresholds: [nq]
 // device words the chunks share their k-th keys through (zeroed here first).
 // sample: fused_short_sample_bytes(nq, chunks, t, ld) of scratch for the
 // sampling pass that sets the thresholds first (nullptr: no pass), whose

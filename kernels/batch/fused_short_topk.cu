@@ -354,11 +354,13 @@ __device__ __forceinline__ void consume_wg(const StoreRef& s, const T* __restric
 }
 
 // Sample: the sampling pass, which writes each query's sampled keys to
-// sample [nq][chunks][kSamples] and no lists.
+// sample [nq][chunks][kSamples] and no lists. rw (row_warps): warps that
+// split each tile's m-tiles for the same queries, each with lists of its
+// own, written as lists blockIdx.y * rw + (its share) of the chunk.
 template <class T, int KS, bool Sample>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_short_kernel(StoreRef s, const T* __restrict__ queries, uint32_t nq, const float2* __restrict__ terms,
-                       uint32_t kc, uint32_t chunk_slots, uint32_t chunks, Cand* __restrict__ cand,
+                       uint32_t kc, uint32_t chunk_slots, uint32_t chunks, uint32_t rw, Cand* __restrict__ cand,
                        uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample,
                        const __grid_constant__ CUtensorMap rows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -377,10 +379,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t q0 = blockIdx.x * BQ;
-  // Warps with queries (whole warpgroups under warpgroup MMAs).
+  // Warps with queries (whole warpgroups under warpgroup MMAs), times the
+  // warps that share each query's rows.
+  const uint32_t qwarps = min(static_cast<uint32_t>(kConsumers) / rw, (nq - q0 + QW - 1) / QW);
   const uint32_t consumers =
       kShortWg<T> ? min(static_cast<uint32_t>(kConsumers), (nq - q0 + kGroupQueries<T> - 1) / kGroupQueries<T> * 4)
-                  : min(static_cast<uint32_t>(kConsumers), (nq - q0 + QW - 1) / QW);
+                  : qwarps * rw;
   const uint32_t lo = blockIdx.y * chunk_slots, hi = min(s.slots, lo + chunk_slots);
   const TileWalk walk =
       Sample ? TileWalk{lo, gridDim.y * chunk_slots, s.slots, (chunks - blockIdx.y + gridDim.y - 1) / gridDim.y, chunks}
@@ -427,7 +431,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // published, -inf before any: from_ordered_bits(0) is NaN, which fmaxf
     // drops).
     const int g = lane >> 2, t4 = lane & 3;
-    const uint32_t wq0 = q0 + warp * QW;
+    // Queries of warp slot wq, m-tiles wr, wr + rw, ... of each tile.
+    const uint32_t wq = static_cast<uint32_t>(warp) % qwarps, wr = static_cast<uint32_t>(warp) / qwarps;
+    const uint32_t wq0 = q0 + wq * QW;
     const uint32_t words = static_cast<uint32_t>(s.ld * sizeof(T) / 4);
     uint32_t b[KS][NT][2];
     float th[NT][2];
@@ -484,7 +490,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       // The sampling pass takes every m-tile (rows past n give NaN keys).
       const uint32_t rows_in = Sample ? Tile::kRows : n;
-      for (uint32_t r0 = 0; r0 < rows_in; r0 += 16) {
+      for (uint32_t r0 = wr * 16; r0 < rows_in; r0 += 16 * rw) {
         uint32_t a[KS][4];
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks)
@@ -571,8 +577,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int ql = 0; ql < QW; ++ql) {
         const uint32_t q = wq0 + ql;
         if (q >= nq) break;
-        store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
-                         wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
+        store_chunk_list(
+            cand + static_cast<uint64_t>(q) * cand_stride + (static_cast<uint64_t>(blockIdx.y) * rw + wr) * kc,
+            wlists + static_cast<size_t>(ql) * kc, wcounts[ql], kc, lane);
       }
     }
   }
@@ -625,6 +632,19 @@ unsigned sampling_walkers(unsigned sm_count, unsigned qtiles) {
   return forced ? forced : sm_count / std::max(1u, qtiles);
 }
 
+// Warps that split each tile's rows for the same queries: a batch that
+// fills fewer than the block's eight warps with queries (32 queries a warp)
+// gives the idle ones shares of its rows, so that all eight issue MMAs and
+// keys (one warp walking a chunk alone waits on its own chains). 16-bit
+// rows only: f32 rows take warpgroup MMAs on sm_90a, which the host pass
+// (MNEMO_WGMMA 0 there) cannot see; a power of two.
+template <class T>
+uint32_t row_warps(uint32_t nq) {
+  if (sizeof(T) == 4 || nq >= kBlockQueries<T>) return 1;
+  const uint32_t qw = (nq + kNTiles<T> * 8 - 1) / (kNTiles<T> * 8);
+  return qw <= 1 ? 8 : qw == 2 ? 4 : qw <= 4 ? 2 : 1;
+}
+
 template <class T, int KS>
 unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, uint32_t nq, uint32_t kc,
                    unsigned chunks, Cand* cand, unsigned* gth, float* sample, unsigned sm_count, cudaStream_t st) {
@@ -639,7 +659,8 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, 
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kRows) * kRows;
   const unsigned used = ceil_div(s.slots, per), qtiles = ceil_div(nq, kBlockQueries<T>);
   const CUtensorMap rows = row_box_map(s.vectors, s.dtype, s.ld, s.slots, kRows);
-  const uint64_t stride = static_cast<uint64_t>(used) * kc;
+  const uint32_t rw = row_warps<T>(nq);
+  const uint64_t stride = static_cast<uint64_t>(used) * rw * kc;
   const auto* q = static_cast<const T*>(queries);
   // Sampling pass: the first tile of every chunk gives kSamples keys of
   // distinct rows per query, and each query starts from the kc-th largest of
@@ -652,14 +673,14 @@ unsigned launch_ks(const StoreRef& s, const void* queries, const float2* terms, 
   if (sample != nullptr && sampling_on() && per >= 4 * kRows && sample_bound_fits(used * kSamples<KS>)) {
     const unsigned walkers = std::max(1u, std::min(used, sampling_walkers(sm_count, qtiles)));
     prepared(fused_short_kernel<T, KS, true>)<<<dim3(qtiles, walkers), kThreads, L.bytes, st>>>(
-        s, q, nq, terms, kc, per, used, cand, stride, gth, sample, rows);
+        s, q, nq, terms, kc, per, used, rw, cand, stride, gth, sample, rows);
     MNEMO_CUDA_LAUNCHED("fused_short_kernel (sampling)");
     launch_sample_bound(sample, used * kSamples<KS>, nq, kc, gth, st);
   }
   prepared(fused_short_kernel<T, KS, false>)<<<dim3(qtiles, used), kThreads, L.bytes, st>>>(
-      s, q, nq, terms, kc, per, used, cand, stride, gth, nullptr, rows);
+      s, q, nq, terms, kc, per, used, rw, cand, stride, gth, nullptr, rows);
   MNEMO_CUDA_LAUNCHED("fused_short_kernel");
-  return used;
+  return used * rw;
 }
 
 template <class T>
@@ -704,6 +725,10 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
     return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
   }();
   return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
+}
+
+uint32_t fused_short_lists_per_chunk(uint32_t nq, DType t) {
+  return t == DType::f32 ? row_warps<float>(nq) : row_warps<__half>(nq);
 }
 
 size_t fused_short_sample_bytes(uint32_t nq, unsigned chunks, DType t, uint64_t ld) {

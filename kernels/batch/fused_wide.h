@@ -63,7 +63,7 @@ void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float*
 // The dense pass of one round (out.dense, dense_lo, dense_rows set), after
 // launch_fused_wide_emit with the same arguments.
 void launch_fused_wide_dense(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
-                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds,
-                             const WideCandidates& out, bool fast, cudaStream_t st);
+                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds, const WideCandidates& out,
+                             bool fast, cudaStream_t st);
 
 }  // namespace mnemo::cuda

@@ -47,7 +47,7 @@ namespace ptx = ::cuda::ptx;
 constexpr int kConsumers = 8;
 constexpr int kThreads = (kConsumers + 1) * 32;  // the consumers and one producer warp
 constexpr uint32_t kStages = 4;
-constexpr uint32_t kRows = 128;     // store rows per tile
+constexpr uint32_t kRows = 128;                  // store rows per tile
 constexpr uint32_t kQueries = kWideTileQueries;  // queries per block: 14 n-tiles of 8
 constexpr uint32_t kASlab = kRows * 128, kBSlab = kQueries * 128;
 constexpr uint32_t kStageBytes = kASlab + kBSlab;  // both 1024-byte multiples, as the swizzle requires
@@ -641,8 +641,8 @@ void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float*
 }
 
 void launch_fused_wide_dense(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
-                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds,
-                             const WideCandidates& out, bool fast, cudaStream_t st) {
+                             uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds, const WideCandidates& out,
+                             bool fast, cudaStream_t st) {
   launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, nullptr,
              out, st);
 }

@@ -66,14 +66,14 @@ bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
 }
 
 unsigned mma_scan_blocks(const StoreRef& s, uint32_t nq, uint32_t k, unsigned sm_count) {
-  // One wave of the blocks an SM holds: up to three (the kernel's bounds),
+  // One wave of the blocks an SM holds: up to kMmaMaxBlocks (the kernel's bounds),
   // fewer where their shared memory does not fit (228 KB an SM, 1 KB of it
   // reserved a block). Each warp's rows are fixed at launch, so blocks past
   // the wave would run after it: four queries at k = 100 (two blocks an
   // SM) took 1.5 waves. And at least two groups of 16 rows a warp.
   const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   const size_t smem = MmaSmem::bytes(qb, s.ld, k, s.dtype == DType::f32 ? 4 : 2) + 1024;
-  const unsigned fit = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(3, 228 * 1024 / smem)));
+  const unsigned fit = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(kMmaMaxBlocks, 228 * 1024 / smem)));
   const unsigned by_rows = static_cast<unsigned>((static_cast<uint64_t>(s.slots) + 16 * 2 * 8 - 1) / (16 * 2 * 8));
   return std::max(1u, std::min(sm_count * fit, by_rows));
 }

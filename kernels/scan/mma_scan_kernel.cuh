@@ -127,6 +127,18 @@ __device__ __forceinline__ float key_bound(const StoreRef& s, float sum, float e
   return fmaxf(key_of<true>(s, sum - err, qnorm, m), key_of<true>(s, sum + err, qnorm, m));
 }
 
+// Blocks an SM holds at most: the kernel's launch bounds (mma_min_blocks)
+// and the host's wave (mma_scan_blocks) both take it from here.
+constexpr int kMmaMaxBlocks = 3;
+
+// kMmaMaxBlocks, except four queries' shared-memory lists: their 88.8 KB a
+// block leave room for two, so they take up to 128 registers (at 85,
+// 64 x f16 with k = 100 spilled 3.7M local requests).
+template <int QB, class List>
+constexpr int mma_min_blocks() {
+  return QB == 4 && std::is_same<List, WarpList>::value ? 2 : kMmaMaxBlocks;
+}
+
 // A chunk is 64 bytes of a row: 32 dims of 16-bit rows (an m16n8k16 MMA
 // per 16), 16 of f32 rows (an m16n8k8 TF32 MMA per 8, fed the stored bits:
 // the tensor cores read their top 19, so a row's part is within 2^-10 of
@@ -135,14 +147,6 @@ __device__ __forceinline__ float key_bound(const StoreRef& s, float sum, float e
 // memory). A step copies kMmaPieces pieces a lane: two tiles of 16 rows of
 // one chunk (CH = 1), or one tile of two chunks; a group (the rows of one
 // epilogue) is the step's tiles, its chunks taking one step or more.
-// Three blocks an SM, except four queries' shared-memory lists: their
-// 88.8 KB a block leave room for two, so they take up to 128 registers
-// (at 85, 64 x f16 with k = 100 spilled 3.7M local requests).
-template <int QB, class List>
-constexpr int mma_min_blocks() {
-  return QB == 4 && std::is_same<List, WarpList>::value ? 2 : 3;
-}
-
 template <class T, bool L2, int QB, class List, int CH>
 __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
     mma_scan_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
@@ -228,12 +232,16 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
   const float unscale = 1.0f / s_scale[my_q];
   const float err_q = e_rel * s_qnorm[my_q];
   const float my_qn = s_qnorm[my_q];
-  // The norm its keys take (the caller's), chosen without indexing qn at
-  // run time (which would put it in local memory).
-  float my_qk = qn[0];
+  // qn[q] without indexing it at run time (which would put it in local
+  // memory).
+  auto qnorm_of = [&](int q) {
+    float v = qn[0];
 #pragma unroll
-  for (int q = 1; q < QB; ++q)
-    if (q == my_q) my_qk = qn[q];
+    for (int j = 1; j < QB; ++j)
+      if (j == q) v = qn[j];
+    return v;
+  };
+  const float my_qk = qnorm_of(my_q);  // the norm its keys take (the caller's)
   // Plain keys take the one-FMA filter of the epilogue. Rows of a norm
   // below tiny_norm are always offered: a zero norm makes a cosine key of
   // 0, and one whose product with the query's falls below 2^-126 is
@@ -346,14 +354,18 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
     }
   };
 
-  // The exact key of (slot, query q), as the row-by-row scan computes it.
-  auto qnorm_of = [&](int q) {  // qn[q] without indexing it at run time
-    float v = qn[0];
-#pragma unroll
-    for (int j = 1; j < QB; ++j)
-      if (j == q) v = qn[j];
-    return v;
+  // A row's metadata from its group's (place at), its activation terms
+  // only where it is live.
+  auto meta_of = [&](const MmaMeta& mm, int at, uint32_t slot, bool live) {
+    SlotMeta m;
+    m.live = live;
+    m.norm = mm.norm[at];
+    m.norm2 = m.norm * m.norm;
+    m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
+    if (s.act && !s.act_in_bias && live) m.bias = slot_extra(s, slot, m.bias);
+    return m;
   };
+  // The exact key of (slot, query q), as the row-by-row scan computes it.
   auto exact_key = [&](uint32_t slot, int q) {
     const unsigned char* rows[1] = {base + slot * row_bytes};
     float acc[1][1];
@@ -365,16 +377,16 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
   // from there, with row_sums' arithmetic (one 16-byte vector a lane, the
   // same FMAs in the same order, the same reduction: the same bits), and
   // their norm and bias taken from the group's metadata, without a second
-  // trip to L2 for the row. (rr: the row's place in the step; at: in the
+  // trip to L2 for the row. (at: the row's place in the step and in the
   // metadata.)
   constexpr bool kStaged = CH > 0 && CH <= KC;
-  auto exact_key_staged = [&](const uint4* stg, uint32_t rr, uint32_t slot, int q, const MmaMeta& mm, int at) {
+  auto exact_key_staged = [&](const uint4* stg, int at, uint32_t slot, int q, const MmaMeta& mm) {
     constexpr int V = Vec16<T>::kElems;
     const uint32_t nvec = static_cast<uint32_t>(ld / V);
     float acc = 0.0f;
     if (static_cast<uint32_t>(lane) < nvec) {
       float x[V];
-      Vec16<T>::load_shared(stg + mma_piece_at<KC>(rr, lane), x);
+      Vec16<T>::load_shared(stg + mma_piece_at<KC>(static_cast<uint32_t>(at), lane), x);
       const float* qv = queries + q * ld + lane * V;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -389,13 +401,7 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-    SlotMeta m;
-    m.live = true;
-    m.norm = mm.norm[at];
-    m.norm2 = m.norm * m.norm;
-    m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
-    if (s.act && !s.act_in_bias) m.bias = slot_extra(s, slot, m.bias);
-    return key_of<true>(s, acc, qnorm_of(q), m);
+    return key_of<true>(s, acc, qnorm_of(q), meta_of(mm, at, slot, true));
   };
 
   // The shared bound as read at the previous group's end: the load has a
@@ -490,12 +496,7 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
           const float nrm = mm.norm[at];
           pass = my_use && live && (!(fmaf(nrm, fa, sum) < fb) || nrm < tiny_norm);
         } else {
-          SlotMeta m;
-          m.norm = mm.norm[at];
-          m.norm2 = m.norm * m.norm;
-          m.bias = s.apply_bias ? mm.bias[at] : 0.0f;
-          m.live = live;
-          if (s.act && !s.act_in_bias && m.live) m.bias = slot_extra(s, slot, m.bias);
+          const SlotMeta m = meta_of(mm, at, slot, live);
           float ku;
           if (L2) {
             const float d2 = fmaf(-2.0f, sum, m.norm2 + my_qn * my_qn);
@@ -516,8 +517,7 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
           const uint32_t cs = __shfl_sync(kFullMask, slot, src);
           const int q = src % 4;
           const int src_at = r * 16 + src / 4 + 8 * h;
-          const float key =
-              kStaged ? exact_key_staged(stg, static_cast<uint32_t>(src_at), cs, q, mm, src_at) : exact_key(cs, q);
+          const float key = kStaged ? exact_key_staged(stg, src_at, cs, q, mm) : exact_key(cs, q);
 #pragma unroll
           for (int qq = 0; qq < QB; ++qq)
             if (qq == q && key >= lo[qq] && wl[qq].admits(key, cs, s.ids)) {

@@ -364,7 +364,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     };
     auto cand_bytes = [&](uint64_t n) -> uint64_t {
       if (n == 0) return 0;
-      return n * chunks_for(static_cast<uint32_t>(n)) * kc * sizeof(Cand);
+      const uint32_t lists =
+          fused == Fused::short_rows ? fused_short_lists_per_chunk(static_cast<uint32_t>(n), s.dtype) : 1;
+      return n * chunks_for(static_cast<uint32_t>(n)) * lists * kc * sizeof(Cand);
     };
     // The remainder's launch splits the store into more chunks where it has
     // fewer query tiles: both sizes bound the buffers.

@@ -441,7 +441,8 @@ void launch_compact_select(const float* dense, uint32_t nq, uint32_t n, uint32_t
                            uint32_t dense_lo, uint32_t dense_rows, Cand* out, void* temp, cudaStream_t st) {
   auto* qc = static_cast<QCand*>(temp);
   const Compact c{keys, slots, count, cap, dense_lo, dense_rows};
-  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, c, qc, k <= static_cast<uint32_t>(kThreads) ? out : nullptr);
+  radix_select_kernel<<<nq, kThreads, 0, st>>>(dense, n, k, ids, c, qc,
+                                               k <= static_cast<uint32_t>(kThreads) ? out : nullptr);
   MNEMO_CUDA_LAUNCHED("radix_select_kernel");
 }
 
