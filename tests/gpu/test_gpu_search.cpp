@@ -345,6 +345,24 @@ TEST(GpuSearchTies, RowsAtTheSampledBoundRankBySmallerId) {
     }
 }
 
+// Both precisions over cosine rows `all` (ids) with the given workspace:
+// query i's results are want(i)'s first k ids, in order.
+template <class Want>
+void expect_ranks(const std::vector<uint64_t>& ids, const Matrix& all, const Matrix& q, size_t k, uint64_t workspace,
+                  Want want) {
+  for (const int32_t precision : {kExact, kFast}) {
+    auto rt = cuda_runtime(precision, workspace);
+    auto s = mt::make_store(all.dim, kF32, kCos, rt.get());
+    ASSERT_TRUE(s);
+    ASSERT_OK(mt::store_add(s.get(), ids, all));
+    Results r;
+    ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
+    for (size_t i = 0; i < q.rows; ++i)
+      for (size_t j = 0; j < k; ++j)
+        ASSERT_EQ(r.row_ids(i)[j], (*want(i))[j]) << "precision " << precision << " query " << i << " rank " << j;
+  }
+}
+
 // A batch where ties let every row reach the sampled bound: more candidates
 // than the long-row kernel keeps, so the overflowed queries are selected
 // from every key; equal scores still rank by the smaller id.
@@ -362,16 +380,7 @@ TEST(GpuSearchTies, OverflowingCandidatesRankBySmallerId) {
   std::sort(sorted.begin(), sorted.end());
   Matrix q(kF32, nq, dim);
   for (size_t i = 0; i < nq; ++i) q.copy_row(i, base, 0);
-  for (const int32_t precision : {kExact, kFast}) {
-    auto rt = cuda_runtime(precision);
-    auto s = mt::make_store(dim, kF32, kCos, rt.get());
-    ASSERT_TRUE(s);
-    ASSERT_OK(mt::store_add(s.get(), ids, all));
-    Results r;
-    ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
-    for (size_t i = 0; i < nq; ++i)
-      for (size_t j = 0; j < k; ++j) ASSERT_EQ(r.row_ids(i)[j], sorted[j]) << "query " << i << " rank " << j;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_ranks(ids, all, q, k, 0, [&](size_t) { return &sorted; }));
 }
 
 // The smallest workspace, and a store whose full key row per query (8 MB)
@@ -396,17 +405,8 @@ TEST(GpuSearchTies, OverflowedQueriesTakeDenseRowsInRounds) {
   for (auto& w : want) std::sort(w.begin(), w.end());
   Matrix q(kF32, nq, dim);
   for (size_t i = 0; i < nq; ++i) q.copy_row(i, base, i % 2);
-  for (const int32_t precision : {kExact, kFast}) {
-    auto rt = cuda_runtime(precision, 1);  // the smallest workspace there is
-    auto s = mt::make_store(dim, kF32, kCos, rt.get());
-    ASSERT_TRUE(s);
-    ASSERT_OK(mt::store_add(s.get(), ids, all));
-    Results r;
-    ASSERT_OK(mt::store_search(s.get(), q, k, nullptr, &r));
-    for (size_t i = 0; i < nq; ++i)
-      for (size_t j = 0; j < k; ++j)
-        ASSERT_EQ(r.row_ids(i)[j], want[i % 2][j]) << "precision " << precision << " query " << i << " rank " << j;
-  }
+  // 1: the smallest workspace there is.
+  ASSERT_NO_FATAL_FAILURE(expect_ranks(ids, all, q, k, 1, [&](size_t i) { return &want[i % 2]; }));
 }
 
 // EXACT: a batch (the GEMM paths, candidates re-scored) reports for every
