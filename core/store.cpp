@@ -538,6 +538,32 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
   be.search(a);
 }
 
+void Store::search_range_locked(const float* queries, uint64_t nq, uint64_t k, uint64_t lo, uint64_t hi,
+                                const RankOptions& rank, uint64_t* out_ids, float* out_scores,
+                                const Placement& place) const {
+  // The store's arrays from slot lo: every per-slot array moves together.
+  StoreView v = view();
+  v.vectors = vectors_.data() + lo * row_bytes_;
+  v.slots = hi - lo;
+  v.ids += lo;
+  v.norms += lo;
+  v.biases += lo;
+  v.times += lo;
+  v.importance += lo;
+  SearchArgs a;
+  a.store = &v;
+  a.place = place;
+  a.place.validate = place.validate && rt_.validate();
+  a.queries = queries;
+  a.nq = nq;
+  a.k = k;
+  a.apply_bias = rank.apply_bias;
+  a.act = rank.act;
+  a.ids = out_ids;
+  a.scores = out_scores;
+  rt_.cpu().search(a);
+}
+
 uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases,
                       std::vector<double> times, std::vector<float> importance) {
   const uint64_t n = ids.size();
@@ -650,6 +676,7 @@ StoreStats Store::stats() const {
   }
   st.filtered_on_device = filtered_on_device_.load(std::memory_order_relaxed);
   st.filtered_on_host = filtered_on_host_.load(std::memory_order_relaxed);
+  st.filtered_ranged = filtered_ranged_.load(std::memory_order_relaxed);
   st.durable = journal_ != nullptr;
   if (journal_) {
     st.journal_records = journal_->records();

@@ -84,6 +84,7 @@ struct FilterPlan {
   uint64_t widened = 0;        // indexed searches redone over more lists
   uint64_t listed = 0;         // queries that read only their matches
   uint64_t post_filtered = 0;  // query groups answered from an unfiltered search
+  uint64_t ranged = 0;         // queries whose matches were one run of slots, scanned as such
   uint64_t on_device = 0;      // queries whose filters the store's device evaluated
   // Wall times (ms): the whole call, and its backend searches by plan.
   double total_ms = 0, post_search_ms = 0, list_search_ms = 0, masked_ms = 0;
@@ -125,6 +126,7 @@ struct StoreStats {
   uint64_t journal_records, journal_bytes, seq;
   std::vector<uint64_t> shard_vectors;                    // live vectors per shard (one entry unsharded)
   uint64_t filtered_on_device = 0, filtered_on_host = 0;  // filtered queries by where evaluated
+  uint64_t filtered_ranged = 0;                           // of those on the host: one run of slots
 };
 
 class Store {
@@ -186,6 +188,14 @@ class Store {
   // first; drop_index removes it; wait_index waits for a background rebuild
   // and rethrows its failure.
   void build_index(const IndexOptions& o);
+  // Lays the live memories out by namespace (store_cluster.cpp): within
+  // each of the index's lists and its hot tier, or across the whole store,
+  // a namespace's memories (and those of the paths under it) become one run
+  // of slots, in their order before; removed slots are dropped. Results do
+  // not change; a search scoped to a namespace then reads one run (the
+  // ranged plan of search_where). Not journaled: a snapshot keeps the
+  // order, a replayed journal's later writes append as usual.
+  void cluster();
   void drop_index();
   void wait_index();
   IndexInfo index_info() const;
@@ -272,6 +282,10 @@ class Store {
   void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, const RankOptions& rank,
                      bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{},
                      const SlotLists* lists = nullptr, const FilterPrograms* programs = nullptr) const;
+  // An unfiltered search of slots [lo, hi) alone on the host (the ranged
+  // plan of search_where: a filter's matches that are one run of slots).
+  void search_range_locked(const float* queries, uint64_t nq, uint64_t k, uint64_t lo, uint64_t hi,
+                           const RankOptions& rank, uint64_t* out_ids, float* out_scores, const Placement& place) const;
   // The filtered search of queries whose groups' programs the store's
   // device evaluates (store_fields.cpp): the mirror's field columns are
   // brought up to date first. False, having done nothing, where a filter
@@ -315,6 +329,7 @@ class Store {
   // it may use (0 = the runtime's).
   void mirror_update(uint64_t first, uint64_t count, int threads = 0);
   void compact();
+  void cluster_locked();
 
   // Index internals (store_index.cpp). compute_layout samples, trains and
   // assigns: with take_locks it takes the read lock in short pieces (the
@@ -367,7 +382,7 @@ class Store {
   // columns it holds (under columns_mu_: searches share the read lock).
   mutable std::mutex columns_mu_;
   mutable ColumnDirectory columns_;
-  mutable std::atomic<uint64_t> filtered_on_device_{0}, filtered_on_host_{0};
+  mutable std::atomic<uint64_t> filtered_on_device_{0}, filtered_on_host_{0}, filtered_ranged_{0};
   bool shard_ = false;
   mutable std::mutex plan_mu_;
   mutable FilterPlan plan_;
@@ -383,7 +398,8 @@ class Store {
   // the counters and the rebuild thread.
   std::unique_ptr<IvfIndex> index_;
   IndexOptions index_opts_;
-  bool indexed_ = false;  // parent: build_index was called and not dropped
+  bool clustered_ = false;  // cluster() was called: broad filters are checked for one run of slots
+  bool indexed_ = false;    // parent: build_index was called and not dropped
   uint64_t index_builds_ = 0;
   double index_seconds_ = 0;
   std::mutex build_mu_;       // one layout computed at a time

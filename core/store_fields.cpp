@@ -500,6 +500,24 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     const Filter* mine;
     uint64_t want = 0;  // post-filter: results asked of the unfiltered search
   };
+  // The ranged plan: a filter whose matches are one run of slots (a
+  // namespace of a clustered store) is an unfiltered search of that run
+  // alone, on the host. One run of [lo, hi) when the set is one. On an
+  // index read below its list count, only where the exact list of the
+  // matches would be read anyway (the listed plan), so an index's answers
+  // stay its own.
+  const bool probing = index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist();
+  const bool range_ok = lists_ok && !place.on_device;
+  auto one_run = [](const Roaring& set, uint64_t& lo, uint64_t& hi) {
+    const uint64_t m = set.cardinality();
+    if (m == 0) return false;
+    lo = set.minimum();
+    hi = uint64_t{set.maximum()} + 1;
+    return hi - lo == m;
+  };
+  auto range_on_host = [&](uint64_t lo, uint64_t hi) {
+    return &rt_.pick(Op::search, std::max<uint64_t>(hi - lo, 1) * row_bytes_) == &rt_.cpu();
+  };
   std::vector<Group> all_groups, groups, broad;
   const Filter* const* each = filter.each;
   for (uint64_t q0 = 0; q0 < nq;) {
@@ -532,6 +550,12 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         const uint64_t want = est == 0 ? UINT64_MAX : (k * total * kPostWant + est - 1) / est;
         const bool broad_enough = nq >= kPostBatch || est * kSelective > total;
         if (want <= kPostMax && broad_enough) g.want = std::max(k, want);
+        // A clustered store's scopes are first tested for one run: reading
+        // it beats reading the whole store.
+        uint64_t lo = 0, hi = 0;
+        if (g.want && clustered_ && range_ok && !probing &&
+            one_run(matches_locked(filter.where, g.mine, filter), lo, hi) && range_on_host(lo, hi))
+          g.want = 0;
       });
     errors.rethrow();
   }
@@ -624,9 +648,10 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   struct Evaluated {
     uint64_t m = 0;
     bool listed = false;
+    bool ranged = false;  // the matches are slots [lo, hi)
+    uint64_t lo = 0, hi = 0;
     Roaring set;
   };
-  const bool probing = index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist();
   std::vector<Evaluated> ev(lists_ok ? groups.size() : 0);
   if (lists_ok) {
     cpu::ParallelErrors errors;
@@ -642,6 +667,8 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         // again over every memory when its lists hold fewer than k
         // matches): its exact list would read many rows the index skips.
         e.listed = e.m * kSelective <= total && !(probing && e.m * kProbeShare > total * rank.nprobe);
+        e.ranged = range_ok && (!probing || e.listed) && one_run(e.set, e.lo, e.hi) && range_on_host(e.lo, e.hi);
+        if (e.ranged) e.listed = false, e.set = Roaring();
       });
     }
     errors.rethrow();
@@ -672,7 +699,14 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     if (lists_ok) {
       Evaluated& e = ev[gi];
       plan.matches += e.m;
-      if (e.listed) {
+      if (e.ranged) {
+        const auto t0 = Clock::now();
+        search_range_locked(queries + g.q0 * dim_, g.q1 - g.q0, k, e.lo, e.hi, rank, out_ids + g.q0 * k,
+                            out_scores + g.q0 * k, place);
+        plan.list_search_ms += ms_since(t0);
+        ++plan.searches;
+        plan.ranged += g.q1 - g.q0;
+      } else if (e.listed) {
         longest = std::max(longest, e.m);
         for (uint64_t q = g.q0; q < g.q1; ++q) {
           bounds.push_back(at[gi]);
@@ -724,6 +758,7 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   plan.total_ms = ms_since(t_start);
   filtered_on_device_.fetch_add(plan.on_device, std::memory_order_relaxed);
   filtered_on_host_.fetch_add(nq - plan.on_device, std::memory_order_relaxed);
+  filtered_ranged_.fetch_add(plan.ranged, std::memory_order_relaxed);
   // MNEMO_FILTER_TRACE=1: each filtered call's plan and times on stderr
   // (for measuring where a filtered search spends its time).
   static const bool trace = [] {

@@ -122,7 +122,7 @@ ABI_CHECK(offsetof(mnemo_durable_options, dim) == 16);
 ABI_CHECK(offsetof(mnemo_durable_options, dtype) == 24);
 ABI_CHECK(offsetof(mnemo_durable_options, metric) == 28);
 
-ABI_CHECK(sizeof(mnemo_store_statistics) == 608);
+ABI_CHECK(sizeof(mnemo_store_statistics) == 616);
 ABI_CHECK(offsetof(mnemo_store_statistics, struct_size) == 0);
 ABI_CHECK(offsetof(mnemo_store_statistics, durable) == 4);
 ABI_CHECK(offsetof(mnemo_store_statistics, vectors) == 8);
@@ -138,6 +138,7 @@ ABI_CHECK(offsetof(mnemo_store_statistics, reserved1) == 76);
 ABI_CHECK(offsetof(mnemo_store_statistics, shard_vectors) == 80);
 ABI_CHECK(offsetof(mnemo_store_statistics, filtered_on_device) == 592);
 ABI_CHECK(offsetof(mnemo_store_statistics, filtered_on_host) == 600);
+ABI_CHECK(offsetof(mnemo_store_statistics, filtered_ranged) == 608);
 
 ABI_CHECK(sizeof(mnemo_resample_options) == 24);
 ABI_CHECK(offsetof(mnemo_resample_options, struct_size) == 0);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,6 +106,99 @@ TEST(Fields, IndexedFilteredSearchesStillReturnEveryMatchUpToK) {
         EXPECT_TRUE(std::binary_search(want.begin(), want.end(), ids[i]));
       } else {
         EXPECT_EQ(ids[i], MNEMO_NO_ID);
+      }
+    }
+  }
+}
+
+// Searches of the fixture's store, filtered by each of `nodes` (nullptr:
+// unfiltered), one query each: ids and scores end to end.
+std::pair<std::vector<uint64_t>, std::vector<float>> search_each(const Fixture& fx, const std::vector<NodeP>& nodes,
+                                                                 const mt::Buf<float>& q, uint64_t k, uint32_t nprobe) {
+  std::vector<uint64_t> all_ids;
+  std::vector<float> all_scores;
+  for (size_t t = 0; t < nodes.size(); ++t) {
+    std::unique_ptr<FilterPtr> f = nodes[t] ? std::make_unique<FilterPtr>(*nodes[t]) : nullptr;
+    mnemo_search_options o = mnemo_search_options_default();
+    o.where = f ? f->f : nullptr;
+    o.nprobe = nprobe;
+    mt::Buf<uint64_t> ids(k);
+    mt::Buf<float> scores(k);
+    mt::Buf<float> one(fx.dim);  // aligned, as the ABI asks
+    std::copy(q.data() + t * fx.dim, q.data() + (t + 1) * fx.dim, one.data());
+    EXPECT_EQ(mnemo_store_search(fx.store.get(), one.data(), 1, k, &o, ids.data(), scores.data()), MNEMO_OK)
+        << mnemo_last_error();
+    all_ids.insert(all_ids.end(), ids.data(), ids.data() + k);
+    all_scores.insert(all_scores.end(), scores.data(), scores.data() + k);
+  }
+  return {all_ids, all_scores};
+}
+
+// A store laid out by namespace answers every search as before, bit for bit
+// (a removed memory's slot dropped; flat, indexed and sharded), reads a
+// namespace's matches as one run, and keeps doing so after more writes.
+TEST(Fields, ClusteredStoresAnswerAsBefore) {
+  auto g = mt::rng_for_test();
+  mnemo_runtime_options so = mt::test_options();
+  so.backend = MNEMO_BACKEND_CPU;
+  so.cpu_shards = 3;
+  mt::RuntimePtr sharded = mt::make_runtime(so);
+  for (const int mode : {0, 1, 2}) {  // flat, indexed, sharded
+    const bool indexed = mode == 1;
+    Fixture fx = make_fixture(g, 1500, 10, mode == 2 ? sharded.get() : mt::rt());
+    std::vector<uint64_t> gone;
+    for (size_t i = 0; i < fx.mems.size(); i += 9) gone.push_back(fx.mems[i].id);
+    uint64_t removed = 0;
+    ASSERT_EQ(mnemo_store_remove(fx.store.get(), gone.data(), gone.size(), &removed), MNEMO_OK) << mnemo_last_error();
+    ASSERT_EQ(removed, gone.size());
+    fx.mems.erase(std::remove_if(fx.mems.begin(), fx.mems.end(),
+                                 [&](const Mem& m) { return std::find(gone.begin(), gone.end(), m.id) != gone.end(); }),
+                  fx.mems.end());
+    uint32_t nprobe = 0;
+    if (indexed) {
+      mnemo_index_options io = mnemo_index_options_default();
+      io.nlist = 16;
+      io.background = 0;
+      ASSERT_EQ(mnemo_store_build_index(fx.store.get(), &io), MNEMO_OK) << mnemo_last_error();
+      nprobe = 3;
+    }
+    // Every namespace (equal and under), random trees, and no filter.
+    std::vector<NodeP> nodes = {nullptr};
+    for (const auto& ns : kSpaces) {
+      nodes.push_back(node_of(Node::ns_eq, ns));
+      nodes.push_back(node_of(Node::ns_under, ns));
+    }
+    for (int t = 0; t < 30; ++t) nodes.push_back(random_node(g, fx.mems, 0));
+    mt::Buf<float> q(nodes.size() * fx.dim);
+    for (uint64_t i = 0; i < nodes.size() * fx.dim; ++i) q[i] = mt::rand_nonzero(g);
+    const uint64_t k = 1 + g() % 300;
+    const auto before = search_each(fx, nodes, q, k, nprobe);
+    ASSERT_EQ(mnemo_store_cluster(fx.store.get()), MNEMO_OK) << mnemo_last_error();
+    mnemo_store_statistics st{};
+    st.struct_size = sizeof st;
+    ASSERT_EQ(mnemo_store_stats(fx.store.get(), &st), MNEMO_OK);
+    EXPECT_EQ(st.tombstones, 0u);
+    EXPECT_EQ(st.vectors, fx.mems.size());
+    const uint64_t ranged0 = st.filtered_ranged;
+    const auto after = search_each(fx, nodes, q, k, nprobe);
+    EXPECT_EQ(after.first, before.first) << "mode " << mode;
+    EXPECT_EQ(std::memcmp(after.second.data(), before.second.data(), before.second.size() * 4), 0);
+    ASSERT_EQ(mnemo_store_stats(fx.store.get(), &st), MNEMO_OK);
+    // A flat store reads each namespace's matches as one run.
+    if (mode == 0) {
+      EXPECT_GE(st.filtered_ranged - ranged0, 2 * kSpaces.size() - 2);
+    }
+    // The model agrees, and still after memories are added at the end.
+    for (int t = 0; t < 10; ++t) {
+      NodeP n = t % 2 ? node_of(Node::ns_under, kSpaces[g() % kSpaces.size()]) : random_node(g, fx.mems, 0);
+      FilterPtr f(*n);
+      mnemo_search_options o = mnemo_search_options_default();
+      o.where = f.f;
+      check_search(fx, {n.get(), n.get()}, o, 1 + g() % 50, g);
+      if (t == 4) {
+        std::vector<uint64_t> more(200);
+        for (uint64_t i = 0; i < more.size(); ++i) more[i] = 900000 + i;
+        add_random(fx, g, more);
       }
     }
   }

@@ -609,6 +609,17 @@ MNEMO_API uint64_t mnemo_namespaces_count(const mnemo_namespaces* list);
 MNEMO_API mnemo_status mnemo_namespaces_get(const mnemo_namespaces* list, uint64_t i, const char* const** parts,
                                             uint32_t* depth, uint64_t* memories);
 
+/* Lays the store's memories out by namespace: each namespace's memories,
+   with those of the namespaces under it, become one run of the store's
+   rows (within each list of an index, and its hot tier); removed rows are
+   dropped. Searches return what they returned before; a search scoped to a
+   namespace then reads its run of rows as an unfiltered search of those
+   rows alone would. Memories added afterwards go to the end: call it again
+   after many adds. The order is kept by a snapshot (mnemo_store_save,
+   mnemo_store_checkpoint) but not journaled. Errors: NULL_POINTER,
+   OUT_OF_MEMORY. Thread safety: exclusive, like a write. */
+MNEMO_API mnemo_status mnemo_store_cluster(mnemo_store* store);
+
 enum mnemo_filter_kind {
   MNEMO_FILTER_NONE = 0,
   MNEMO_FILTER_IDS = 1,        /* allow-list of ids (unknown ids ignored) */
@@ -841,6 +852,11 @@ typedef struct mnemo_store_statistics {
      evaluated on the host. */
   uint64_t filtered_on_device;
   uint64_t filtered_on_host;
+  /* Of filtered_on_host, the queries whose matches were one run of rows
+     (a namespace of a store laid out by mnemo_store_cluster), read as an
+     unfiltered search of those rows alone. Absent from a struct_size that
+     ends before it. */
+  uint64_t filtered_ranged;
 } mnemo_store_statistics;
 
 /* Errors: NULL_POINTER, INVALID_ARGUMENT (struct_size too small).

@@ -234,6 +234,10 @@ MNEMO_API mnemo_status mnemo_store_namespaces(const mnemo_store* store, mnemo_na
   });
 }
 
+MNEMO_API mnemo_status mnemo_store_cluster(mnemo_store* store) {
+  return cabi::guarded("mnemo_store_cluster", [&] { cabi::store_of(store).cluster(); });
+}
+
 MNEMO_API void mnemo_namespaces_destroy(mnemo_namespaces* list) { delete list; }
 
 MNEMO_API uint64_t mnemo_namespaces_count(const mnemo_namespaces* list) { return list ? list->rows.size() : 0; }

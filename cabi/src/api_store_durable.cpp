@@ -90,6 +90,7 @@ MNEMO_API mnemo_status mnemo_store_stats(const mnemo_store* store, mnemo_store_s
       o.shard_vectors[i] = st.shard_vectors[i];
     o.filtered_on_device = st.filtered_on_device;
     o.filtered_on_host = st.filtered_on_host;
+    o.filtered_ranged = st.filtered_ranged;
     // Only the prefix both this library and the caller know.
     std::memcpy(out, &o, std::min<size_t>(out->struct_size, sizeof o));
   });

@@ -27,6 +27,14 @@ class NamespaceTable {
   }
   const std::vector<uint32_t>& path(uint32_t id) const { return paths_.at(id - 1); }
   size_t size() const { return paths_.size(); }
+  // Each id's place (by id - 1) in the order of the paths by their parts,
+  // in which the paths under a prefix are one run (see under).
+  std::vector<uint32_t> places() const {
+    std::vector<uint32_t> out(paths_.size());
+    uint32_t i = 0;
+    for (const auto& e : ids_) out[e.second - 1] = i++;
+    return out;
+  }
   // Ids of the paths that start with `prefix` (the path itself included).
   std::vector<uint32_t> under(const std::vector<uint32_t>& prefix) const {
     std::vector<uint32_t> out;

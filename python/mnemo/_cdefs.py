@@ -180,6 +180,7 @@ class StoreStatistics(Structure):
         ("shard_vectors", c_uint64 * MAX_SHARDS),
         ("filtered_on_device", c_uint64),
         ("filtered_on_host", c_uint64),
+        ("filtered_ranged", c_uint64),
     ]
 
 
@@ -291,6 +292,7 @@ PROTOTYPES = {
     "mnemo_store_select": (c_status, [_H, _H, _U64, _U64, _P, POINTER(c_uint64),
                                       POINTER(c_uint64)]),
     "mnemo_store_namespaces": (c_status, [_H, POINTER(_H)]),
+    "mnemo_store_cluster": (c_status, [_H]),
     "mnemo_namespaces_destroy": (None, [_H]),
     "mnemo_namespaces_count": (c_uint64, [_H]),
     "mnemo_namespaces_get": (c_status, [_H, _U64, POINTER(POINTER(c_char_p)),

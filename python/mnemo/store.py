@@ -72,6 +72,9 @@ class StoreStats:
     # filter was evaluated: the store's GPU, or the host.
     filtered_on_device: int = 0
     filtered_on_host: int = 0
+    # Of those on the host, queries whose matches were one run of rows (a
+    # namespace of a store laid out by Store.cluster), read as such.
+    filtered_ranged: int = 0
 
 
 @dataclass(frozen=True)
@@ -386,7 +389,7 @@ class Store(OwnedHandle):
         return StoreStats(bool(raw.durable), raw.vectors, raw.tombstones, raw.slots,
                           raw.host_bytes, raw.device_bytes, raw.journal_records,
                           raw.journal_bytes, raw.sequence, raw.filtered_on_device,
-                          raw.filtered_on_host)
+                          raw.filtered_on_host, raw.filtered_ranged)
 
     def save(self, path: PathLike) -> None:
         """Writes the store to `path` atomically (temporary file + rename)."""
@@ -715,6 +718,14 @@ class Store(OwnedHandle):
         """Each namespace the memories hold, as (parts, how many memories),
         sorted by parts (mnemo_store_namespaces)."""
         return _fields.store_namespaces(self.handle)
+
+    def cluster(self) -> None:
+        """Lays the memories out by namespace (mnemo_store_cluster): each
+        namespace's memories, with those under it, become one run of rows,
+        so a search scoped to it reads just that run. Results do not change.
+        Memories added later go to the end: call it again after many adds.
+        A snapshot keeps the order; it is not journaled."""
+        check(lib.mnemo_store_cluster(self.handle))
 
     def get(self, id: int, *, out: Optional[np.ndarray] = None) -> np.ndarray:
         """The stored (rounded) vector of `id` as float32 [dim];

@@ -454,6 +454,40 @@ def test_after_writes_removals_and_compaction(rt, rng) -> None:
         check_search(store, model, gen, rng, 40)
 
 
+def test_clustered_store_answers_as_before(rt, rng) -> None:
+    """Store.cluster lays the memories out by namespace: every search gives
+    the same ids and scores as before, scoped searches read one run of rows
+    (stats().filtered_ranged on a host store), and the model still agrees
+    after more writes."""
+    store, model = filled(rt, rng, 600)
+    gen = FilterGen(rng, model)
+    gone = list(model.recs)[::7]
+    assert store.remove(gone) == len(gone)
+    for i in gone:
+        del model.recs[i]
+    wheres = [gen.form(gen.filter()) for _ in range(30)]
+    queries = random_queries(rng, len(wheres))
+
+    def each():
+        return [store.search(queries[j:j + 1], 25, where=w) for j, w in enumerate(wheres)]
+
+    before = each()
+    store.cluster()
+    assert store.stats().tombstones == 0
+    after = each()
+    for (bi, bs), (ai, as_) in zip(before, after):
+        assert np.array_equal(bi, ai)
+        assert np.array_equal(bs.view(np.uint32), as_.view(np.uint32))
+    space = sorted({r.ns for r in model.recs.values() if r.ns})[0]
+    ranged = store.stats().filtered_ranged
+    store.search(queries[:1], 5, where=Filter({"$namespace": space}))
+    if store.stats().filtered_on_device == 0:
+        assert store.stats().filtered_ranged == ranged + 1
+    fill(store, model, rng, 100)
+    check_select(store, model, gen, 30)
+    check_search(store, model, gen, rng, 20)
+
+
 def test_selectivity_from_one_memory_to_all(rt, rng) -> None:
     """rank < m for m from 1 to every memory: the selective plan (few
     matches: their rows only) and the masked one (many) give the brute

@@ -93,6 +93,9 @@ pub struct StoreStats {
     pub filtered_on_device: u64,
     /// Filtered queries whose filter was evaluated on the host.
     pub filtered_on_host: u64,
+    /// Of those on the host, queries whose matches were one run of rows (a
+    /// namespace of a store laid out by [`Store::cluster`]), read as such.
+    pub filtered_ranged: u64,
 }
 
 impl<T: Storage> Store<T> {
@@ -207,6 +210,7 @@ impl<T: Storage> Store<T> {
             sequence: raw.sequence,
             filtered_on_device: raw.filtered_on_device,
             filtered_on_host: raw.filtered_on_host,
+            filtered_ranged: raw.filtered_ranged,
         })
     }
 }

@@ -731,4 +731,28 @@ impl<T: Storage> Store<T> {
         }
         Ok(result)
     }
+
+    /// Lays the memories out by namespace (`mnemo_store_cluster`): each
+    /// namespace's memories, with those under it, become one run of rows,
+    /// so that a search scoped to it reads just that run. Results do not
+    /// change. Memories added later go to the end: call it again after many
+    /// adds. A snapshot keeps the order; it is not journaled.
+    ///
+    /// ```
+    /// # use mnemo::{AlignedVec, Fields, Metric, Runtime, Store};
+    /// # let store = Store::<f32>::new(&Runtime::builder().cpu().build()?, 1, Metric::Dot)?;
+    /// store.add_with_fields(&AlignedVec::from_slice(&[1u64, 2, 3]), &AlignedVec::from_slice(&[1.0, 2.0, 3.0]), &[
+    ///     Fields::new().namespace(["users", "1"]),
+    ///     Fields::new().namespace(["users", "2"]),
+    ///     Fields::new().namespace(["users", "1"]),
+    /// ])?;
+    /// store.cluster()?;
+    /// let ns = store.namespaces()?;
+    /// assert_eq!((ns[0].memories, ns[1].memories), (2, 1));
+    /// # Ok::<(), mnemo::Error>(())
+    /// ```
+    pub fn cluster(&self) -> Result<()> {
+        // SAFETY: live store.
+        check(unsafe { sys::mnemo_store_cluster(self.raw()) })
+    }
 }

@@ -1306,6 +1306,9 @@ extern "C" {
         memories: *mut u64,
     ) -> mnemo_status;
 }
+extern "C" {
+    pub fn mnemo_store_cluster(store: *mut mnemo_store) -> mnemo_status;
+}
 pub const MNEMO_FILTER_NONE: mnemo_filter_kind = 0;
 pub const MNEMO_FILTER_IDS: mnemo_filter_kind = 1;
 pub const MNEMO_FILTER_SLOT_BITMAP: mnemo_filter_kind = 2;
@@ -1922,12 +1925,13 @@ pub struct mnemo_store_statistics {
     pub shard_vectors: [u64; 64usize],
     pub filtered_on_device: u64,
     pub filtered_on_host: u64,
+    pub filtered_ranged: u64,
 }
 #[test]
 fn bindgen_test_layout_mnemo_store_statistics() {
     assert_eq!(
         ::std::mem::size_of::<mnemo_store_statistics>(),
-        608usize,
+        616usize,
         concat!("Size of: ", stringify!(mnemo_store_statistics))
     );
     assert_eq!(
@@ -2190,6 +2194,23 @@ fn bindgen_test_layout_mnemo_store_statistics() {
         );
     }
     test_field_filtered_on_host();
+    fn test_field_filtered_ranged() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<mnemo_store_statistics>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).filtered_ranged) as usize - ptr as usize
+            },
+            608usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(mnemo_store_statistics),
+                "::",
+                stringify!(filtered_ranged)
+            )
+        );
+    }
+    test_field_filtered_ranged();
 }
 extern "C" {
     pub fn mnemo_store_stats(
