@@ -1,7 +1,8 @@
 // mnemo build: store the vectors of a file (ids are row numbers), with
 // per-row fields from a JSON-lines file (--fields), optionally build its
-// inverted-file index (--index ivf), and save it: the saved store (or the
-// durable store's snapshot) carries the fields and the index.
+// inverted-file index (--index ivf), optionally lay it out by namespace
+// (--cluster), and save it: the saved store (or the durable store's
+// snapshot) carries the fields, the index and the order.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@ int cmd_build(int argc, char** argv) {
   Args a(argc, argv, 2,
          {"input", "out", "metric", "dtype", "backend", "precision", "threads", "times", "importance", "fields",
           "index", "nlist", "train-iters", "index-seed"},
-         {"durable"});
+         {"durable", "cluster"});
   const std::string out = a.str("out");
   const int32_t metric = parse_metric(a.str("metric", "l2"));
   const int32_t dtype = parse_dtype(a.str("dtype", "f32"));
@@ -68,6 +69,9 @@ int cmd_build(int argc, char** argv) {
   // In a durable store the layout is journaled here, and the checkpoint
   // below writes it into the snapshot.
   const double t_index = indexed ? build_index(s.s, index) : 0.0;
+  // Each namespace's rows one run (within the index's lists): a search
+  // scoped to one reads just that run. The snapshot keeps the order.
+  if (a.has("cluster")) check(mnemo_store_cluster(s.s), "laying the store out by namespace");
   t0 = now_seconds();
   if (a.has("durable"))
     check(mnemo_store_checkpoint(s.s), "checkpointing");

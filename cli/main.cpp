@@ -19,6 +19,7 @@ const char* kUsage =
     "                       \"attributes\": {\"year\": 2020, \"lang\": \"en\", \"ok\": true, \"score\": 0.5}}\n"
     "         [--index ivf [--nlist N (sqrt of the count)] [--train-iters N (10)] [--index-seed S (1)]]\n"
     "                                        an inverted-file index, saved with the store (search --nprobe)\n"
+    "         [--cluster]  each namespace's rows one run, so a search scoped to one reads just those\n"
     "  search --store STORE --queries FILE --k K [--out FILE.tsv|FILE.ivecs|FILE.jsonl] [--batch N] [--durable]\n"
     "         (.jsonl: a line a result with the memory's key, namespace, tags, attributes, payload, time\n"
     "          and importance, as build --fields reads them)\n"

@@ -1463,6 +1463,17 @@ struct Harness {
         case 9: do_get(); break;
         case 10: do_small_queries(); break;
         case 11: do_save_load(); break;
+        case 12:
+          // Laid out by namespace: every answer and the state stay the model's.
+          if (fdp.ConsumeBool()) {
+            FZ_CHECK(mnemo_store_cluster(store) == MNEMO_OK, "cluster");
+            resync_slots("a clustering");
+            FZ_CHECK(m.dead == 0, "a clustering left removed slots");
+            verify_state("a clustering");
+          } else {
+            verify_state("a step");
+          }
+          break;
         case 13: do_add(true); break;
         case 14: do_set_meta(fdp.ConsumeBool()); break;
         case 15: do_get_meta(); break;

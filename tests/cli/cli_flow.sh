@@ -137,6 +137,14 @@ for o in rows:
     assert got == want, (i, got, want)
     assert abs(o["score"] - float(tsv[rows.index(o)][3])) <= 1e-6 * max(1, abs(o["score"])), "score differs"
 PY
+# The same store laid out by namespace (build --cluster) answers alike.
+"$mnemo" build --input "$d/b.fvecs" --out "$d/fc.mnemo" --fields "$d/fields.jsonl" --cluster > /dev/null
+"$mnemo" search --store "$d/fc.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rc.tsv" 2> /dev/null \
+  --where 'year>=2020 and tag:news and ns:users/4/* and not key:k24'
+cmp -s "$d/rw.tsv" "$d/rc.tsv" || { echo "the clustered store's scoped results differ"; exit 1; }
+"$mnemo" search --store "$d/fc.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rc4.tsv" 2> /dev/null --where 'ns:users/4'
+"$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 10 --out "$d/rf4.tsv" 2> /dev/null --where 'ns:users/4'
+cmp -s "$d/rf4.tsv" "$d/rc4.tsv" || { echo "the clustered store's namespace results differ"; exit 1; }
 "$mnemo" search --store "$d/f.mnemo" --queries "$d/q.fvecs" --k 3 --where 'id:7' --out "$d/r1.tsv" 2> /dev/null
 [ "$(wc -l < "$d/r1.tsv")" -eq 41 ] || { echo "expected one result a query for id:7"; exit 1; }
 usage_fails "where: column 9: expected a value after '>='" \
