@@ -616,8 +616,10 @@ MNEMO_API mnemo_status mnemo_namespaces_get(const mnemo_namespaces* list, uint64
    namespace then reads its run of rows as an unfiltered search of those
    rows alone would. Memories added afterwards go to the end: call it again
    after many adds. The order is kept by a snapshot (mnemo_store_save,
-   mnemo_store_checkpoint) but not journaled. Errors: NULL_POINTER,
-   OUT_OF_MEMORY. Thread safety: exclusive, like a write. */
+   mnemo_store_checkpoint) but not journaled. It takes room for a second
+   copy of the rows while it runs, as an index build's layout does.
+   Errors: NULL_POINTER, OUT_OF_MEMORY. Thread safety: exclusive, like a
+   write. */
 MNEMO_API mnemo_status mnemo_store_cluster(mnemo_store* store);
 
 enum mnemo_filter_kind {
