@@ -17,6 +17,7 @@
 #include "meta/fields_codec.h"
 #include "meta/filter_test.h"
 #include "store.h"
+#include "topk_merge.h"
 
 namespace mnemo {
 
@@ -500,20 +501,32 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     const Filter* mine;
     uint64_t want = 0;  // post-filter: results asked of the unfiltered search
   };
-  // The ranged plan: a filter whose matches are one run of slots (a
-  // namespace of a clustered store) is an unfiltered search of that run
-  // alone, on the host. One run of [lo, hi) when the set is one. On an
-  // index read below its list count, only where the exact list of the
-  // matches would be read anyway (the listed plan), so an index's answers
-  // stay its own.
+  // The ranged plan: a filter whose matches are mostly one run of slots
+  // (a namespace of a clustered store, and the memories written to it
+  // since) is an unfiltered search of that run alone, on the host, and a
+  // search of the few matches after it, merged. The run [lo, hi) is the
+  // set's first, at least three quarters of it (kRunShare). On an index read
+  // below its list count, only where the exact list of the matches would be
+  // read anyway (the listed plan), so an index's answers stay its own; and
+  // not under activation ranking, whose keys the merge does not order.
+  constexpr uint64_t kRunShare = 4;
   const bool probing = index_ && index_->coarse && rank.nprobe > 0 && rank.nprobe < index_->nlist();
-  const bool range_ok = lists_ok && !place.on_device;
+  const bool range_ok = lists_ok && !place.on_device && !rank.act.on;
   auto one_run = [](const Roaring& set, uint64_t& lo, uint64_t& hi) {
     const uint64_t m = set.cardinality();
     if (m == 0) return false;
     lo = set.minimum();
-    hi = uint64_t{set.maximum()} + 1;
-    return hi - lo == m;
+    // The longest prefix [lo, lo + h) held whole: rank(x) counts members <= x.
+    uint64_t h = 1, top = std::min<uint64_t>(m, uint64_t{set.maximum()} - lo + 1);
+    while (h < top) {
+      const uint64_t mid = h + (top - h + 1) / 2;
+      if (set.rank(static_cast<uint32_t>(lo + mid - 1)) == mid)
+        h = mid;
+      else
+        top = mid - 1;
+    }
+    hi = lo + h;
+    return h * kRunShare >= m * (kRunShare - 1);
   };
   auto range_on_host = [&](uint64_t lo, uint64_t hi) {
     return &rt_.pick(Op::search, std::max<uint64_t>(hi - lo, 1) * row_bytes_) == &rt_.cpu();
@@ -648,8 +661,9 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   struct Evaluated {
     uint64_t m = 0;
     bool listed = false;
-    bool ranged = false;  // the matches are slots [lo, hi)
+    bool ranged = false;  // the matches are slots [lo, hi) and then `after`
     uint64_t lo = 0, hi = 0;
+    std::vector<uint32_t> after;
     Roaring set;
   };
   std::vector<Evaluated> ev(lists_ok ? groups.size() : 0);
@@ -668,7 +682,12 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         // matches): its exact list would read many rows the index skips.
         e.listed = e.m * kSelective <= total && !(probing && e.m * kProbeShare > total * rank.nprobe);
         e.ranged = range_ok && (!probing || e.listed) && one_run(e.set, e.lo, e.hi) && range_on_host(e.lo, e.hi);
-        if (e.ranged) e.listed = false, e.set = Roaring();
+        if (e.ranged) {
+          e.after.resize(e.m - (e.hi - e.lo));
+          e.set.rangeUint32Array(e.after.data(), e.hi - e.lo, e.after.size());
+          e.listed = false;
+          e.set = Roaring();
+        }
       });
     }
     errors.rethrow();
@@ -701,11 +720,30 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
       plan.matches += e.m;
       if (e.ranged) {
         const auto t0 = Clock::now();
-        search_range_locked(queries + g.q0 * dim_, g.q1 - g.q0, k, e.lo, e.hi, rank, out_ids + g.q0 * k,
-                            out_scores + g.q0 * k, place);
+        const uint64_t m = g.q1 - g.q0;
+        const float* qg = queries + g.q0 * dim_;
+        if (e.after.empty()) {
+          search_range_locked(qg, m, k, e.lo, e.hi, rank, out_ids + g.q0 * k, out_scores + g.q0 * k, place);
+          ++plan.searches;
+        } else {
+          // The run, then the matches after it (a list of their own), merged
+          // in the library's order.
+          std::vector<uint64_t> ids2(2 * m * k);
+          std::vector<float> sc2(2 * m * k);
+          search_range_locked(qg, m, k, e.lo, e.hi, rank, ids2.data(), sc2.data(), place);
+          std::vector<uint64_t> tb;
+          for (uint64_t q = 0; q < m; ++q) tb.push_back(0), tb.push_back(e.after.size());
+          SlotLists tail;
+          tail.bounds = tb.data();
+          tail.slots = e.after.data();
+          tail.longest = e.after.size();
+          Backend& be = rt_.pick(Op::search, e.after.size() * row_bytes_);
+          search_locked(qg, m, k, nullptr, rank, &be == home_, ids2.data() + m * k, sc2.data() + m * k, place, &tail);
+          topk_merge(metric_, 2, m, k, ids2.data(), sc2.data(), k, out_ids + g.q0 * k, out_scores + g.q0 * k);
+          plan.searches += 2;
+        }
         plan.list_search_ms += ms_since(t0);
-        ++plan.searches;
-        plan.ranged += g.q1 - g.q0;
+        plan.ranged += m;
       } else if (e.listed) {
         longest = std::max(longest, e.m);
         for (uint64_t q = g.q0; q < g.q1; ++q) {

@@ -201,6 +201,17 @@ TEST(Fields, ClusteredStoresAnswerAsBefore) {
         add_random(fx, g, more);
       }
     }
+    // After those adds a namespace is its run and the few memories after
+    // it: still the ranged plan (the model agreed above).
+    if (mode == 0) {
+      ASSERT_EQ(mnemo_store_stats(fx.store.get(), &st), MNEMO_OK);
+      const uint64_t ranged1 = st.filtered_ranged;
+      std::vector<NodeP> spaces;
+      for (size_t i = 1; i < kSpaces.size(); ++i) spaces.push_back(node_of(Node::ns_eq, kSpaces[i]));
+      search_each(fx, spaces, q, 10, 0);
+      ASSERT_EQ(mnemo_store_stats(fx.store.get(), &st), MNEMO_OK);
+      EXPECT_EQ(st.filtered_ranged - ranged1, spaces.size());
+    }
   }
 }
 

@@ -2,7 +2,8 @@
 search of a store that holds only the rows the filter matches, and against
 the unfiltered search of the whole store (a scoped search should read about
 its share of it), and the scoped search again after Store.cluster() has laid
-the store out by namespace (the scope's rows then one run).
+the store out by namespace (the scope's rows then one run), and once more
+after 1% more memories were written to every user (appended after the runs).
 
 One process, same threads. The store holds N rows of D dims (f32, cosine),
 each under a namespace ("users", u) with U users, so a scope of one user
@@ -78,11 +79,25 @@ def main():
         # machine (median of each).
         t_alone2 = median_ms(lambda: alone.search(q, a.k), a.reps)
         ranged = whole.stats().filtered_ranged - ranged0
+        # Then 1% more memories written to every user (appended after the
+        # runs): the scope is its run and the few after it.
+        extra = a.n // 100
+        xe = rng.standard_normal((extra, a.dim), dtype=np.float32)
+        ide = np.arange(a.n + 1, a.n + 1 + extra, dtype=np.uint64)
+        ue = np.arange(extra) % users
+        whole.add(ide, xe, namespaces=[("users", str(u)) for u in ue])
+        alone.add(ide[ue == 1], xe[ue == 1])
+        ei, _ = whole.search(q, a.k, where=scope)
+        assert np.array_equal(ei, alone.search(q, a.k)[0]), "the scoped search after adds disagrees"
+        t_added = median_ms(lambda: whole.search(q, a.k, where=scope), a.reps)
+        t_alone3 = median_ms(lambda: alone.search(q, a.k), a.reps)
         row = {"n": a.n, "dim": a.dim, "k": a.k, "backend": a.backend, "share": 1.0 / users,
                "scoped_ms": t_scoped, "rows_alone_ms": t_alone, "whole_ms": t_whole,
                "filter_cost": t_scoped / t_alone, "scoped_over_whole": t_scoped / t_whole,
                "cluster_ms": t_cluster, "clustered_scoped_ms": t_clustered, "rows_alone_again_ms": t_alone2,
                "clustered_filter_cost": t_clustered / t_alone2, "clustered_ranged_queries": ranged,
+               "after_adds_scoped_ms": t_added, "after_adds_alone_ms": t_alone3,
+               "after_adds_filter_cost": t_added / t_alone3,
                "machine": platform.node(), "cpu": platform.processor()}
         rows.append(row)
         print(json.dumps(row), flush=True)
