@@ -516,8 +516,10 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     const uint64_t m = set.cardinality();
     if (m == 0) return false;
     lo = set.minimum();
+    hi = uint64_t{set.maximum()} + 1;
+    if (hi - lo == m) return true;  // one run, without the search below
     // The longest prefix [lo, lo + h) held whole: rank(x) counts members <= x.
-    uint64_t h = 1, top = std::min<uint64_t>(m, uint64_t{set.maximum()} - lo + 1);
+    uint64_t h = 1, top = std::min<uint64_t>(m, hi - lo);
     while (h < top) {
       const uint64_t mid = h + (top - h + 1) / 2;
       if (set.rank(static_cast<uint32_t>(lo + mid - 1)) == mid)
