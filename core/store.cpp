@@ -333,6 +333,40 @@ void Store::compact() {
   mirror_update(0, w);
 }
 
+void Store::reorder_slots_locked(const std::vector<uint64_t>& order) {
+  const uint64_t live = order.size();
+  AlignedBuffer nv;
+  nv.resize(checked_bytes(checked_mul(live, row_bytes_, "store size"), "store size"));
+  std::vector<uint64_t> nid(live);
+  std::vector<float> nnorm(live), nbias(live), nimp(live);
+  std::vector<double> ntime(live);
+  std::vector<std::unique_ptr<Record>> nrec(live);
+  IdMap nslot;
+  nslot.reserve(live);
+  for (uint64_t d = 0; d < live; ++d) {
+    const uint64_t s = order[d];
+    std::memcpy(nv.data() + d * row_bytes_, vectors_.data() + s * row_bytes_, row_bytes_);
+    nid[d] = slot_ids_[s];
+    nnorm[d] = norms_[s];
+    nbias[d] = biases_[s];
+    ntime[d] = times_[s];
+    nimp[d] = importance_[s];
+    if (s < recs_.size()) nrec[d] = std::move(recs_[s]);
+    nslot.emplace(nid[d], d);
+  }
+  vectors_ = std::move(nv);
+  slot_ids_ = std::move(nid);
+  norms_ = std::move(nnorm);
+  biases_ = std::move(nbias);
+  times_ = std::move(ntime);
+  importance_ = std::move(nimp);
+  recs_ = std::move(nrec);
+  slot_of_ = std::move(nslot);
+  dead_ = 0;
+  rebuild_postings_locked();
+  mirror_update(0, live);
+}
+
 uint64_t Store::count() const {
   auto lock = read_lock();
   uint64_t n = slot_of_.size();
@@ -507,21 +541,11 @@ void Store::search_locked(const float* queries, uint64_t nq, uint64_t k, const u
                           const Placement& place, const SlotLists* lists, const FilterPrograms* programs) const {
   const StoreView v = view();
   Backend& be = on_home ? *home_ : rt_.cpu();
-  SearchArgs a;
-  a.store = &v;
+  SearchArgs a = search_args(v, queries, nq, k, rank, out_ids, out_scores, place);
   a.mirror = on_home ? mirror_.get() : nullptr;
   if (place.on_device && a.mirror == nullptr)
     fail(Code::backend_unavailable, "device pointers need a store held by the GPU; this one is in host memory");
-  a.place = place;
-  a.place.validate = place.validate && rt_.validate();
-  a.queries = queries;
-  a.nq = nq;
-  a.k = k;
   a.allow = allow_ptr;
-  a.apply_bias = rank.apply_bias;
-  a.act = rank.act;
-  a.ids = out_ids;
-  a.scores = out_scores;
   a.lists = lists;
   a.programs = programs;
   IvfProbe probe;
@@ -550,6 +574,12 @@ void Store::search_range_locked(const float* queries, uint64_t nq, uint64_t k, u
   v.biases += lo;
   v.times += lo;
   v.importance += lo;
+  rt_.cpu().search(search_args(v, queries, nq, k, rank, out_ids, out_scores, place));
+}
+
+SearchArgs Store::search_args(const StoreView& v, const float* queries, uint64_t nq, uint64_t k,
+                              const RankOptions& rank, uint64_t* out_ids, float* out_scores,
+                              const Placement& place) const {
   SearchArgs a;
   a.store = &v;
   a.place = place;
@@ -561,7 +591,7 @@ void Store::search_range_locked(const float* queries, uint64_t nq, uint64_t k, u
   a.act = rank.act;
   a.ids = out_ids;
   a.scores = out_scores;
-  rt_.cpu().search(a);
+  return a;
 }
 
 uint64_t Store::adopt(std::vector<uint64_t> ids, AlignedBuffer vectors, std::vector<float> biases,

@@ -282,6 +282,10 @@ class Store {
   void search_locked(const float* queries, uint64_t nq, uint64_t k, const uint64_t* allow, const RankOptions& rank,
                      bool on_home, uint64_t* out_ids, float* out_scores, const Placement& place = Placement{},
                      const SlotLists* lists = nullptr, const FilterPrograms* programs = nullptr) const;
+  // The arguments every backend search of view v takes from the call (no
+  // mirror, filter, lists or probe).
+  SearchArgs search_args(const StoreView& v, const float* queries, uint64_t nq, uint64_t k, const RankOptions& rank,
+                         uint64_t* out_ids, float* out_scores, const Placement& place) const;
   // An unfiltered search of slots [lo, hi) alone on the host (the ranged
   // plan of search_where: a filter's matches that are one run of slots).
   void search_range_locked(const float* queries, uint64_t nq, uint64_t k, uint64_t lo, uint64_t hi,
@@ -330,6 +334,11 @@ class Store {
   void mirror_update(uint64_t first, uint64_t count, int threads = 0);
   void compact();
   void cluster_locked();
+  // The live memories of slots order[0], order[1], ... become slots 0, 1,
+  // ... (every per-slot array, the id map, the postings, the mirror);
+  // removed slots are dropped. Everything new is allocated before the store
+  // changes. Shared by the index's layout and cluster().
+  void reorder_slots_locked(const std::vector<uint64_t>& order);
 
   // Index internals (store_index.cpp). compute_layout samples, trains and
   // assigns: with take_locks it takes the read lock in short pieces (the

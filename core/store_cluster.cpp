@@ -4,9 +4,7 @@
 // to one reads a run of rows, as an unfiltered search of a store holding
 // only them would (search_where's ranged plan).
 #include <algorithm>
-#include <cstring>
 
-#include "checked.h"
 #include "store.h"
 
 namespace mnemo {
@@ -53,41 +51,13 @@ void Store::cluster_locked() {
     std::copy(run.begin(), run.end(), order.begin() + static_cast<std::ptrdiff_t>(from));
   }
   nbounds.back() = order.size();
-  const uint64_t live = order.size();
-  // Everything new is allocated before the store changes.
-  AlignedBuffer nv;
-  nv.resize(checked_bytes(checked_mul(live, row_bytes_, "store size"), "store size"));
-  std::vector<uint64_t> nid(live);
-  std::vector<float> nnorm(live), nbias(live), nimp(live);
-  std::vector<double> ntime(live);
-  std::vector<std::unique_ptr<Record>> nrec(live);
-  for (uint64_t d = 0; d < live; ++d) {
-    const uint64_t s = order[d];
-    std::memcpy(nv.data() + d * row_bytes_, vectors_.data() + s * row_bytes_, row_bytes_);
-    nid[d] = slot_ids_[s];
-    nnorm[d] = norms_[s];
-    nbias[d] = biases_[s];
-    ntime[d] = times_[s];
-    nimp[d] = importance_[s];
-    if (s < recs_.size()) nrec[d] = std::move(recs_[s]);
-  }
-  vectors_ = std::move(nv);
-  slot_ids_ = std::move(nid);
-  norms_ = std::move(nnorm);
-  biases_ = std::move(nbias);
-  times_ = std::move(ntime);
-  importance_ = std::move(nimp);
-  recs_ = std::move(nrec);
-  for (uint64_t d = 0; d < live; ++d) slot_of_[slot_ids_[d]] = d;
-  dead_ = 0;
-  rebuild_postings_locked();
+  reorder_slots_locked(order);
   if (index_) {
     nbounds.pop_back();  // the store's end: not a bound of the index
     index_->set_offsets(std::move(nbounds));
     if (index_->dev_offsets)
       index_->dev_offsets = home_->copy_to_device(index_->offsets.data(), index_->offsets.size() * 8);
   }
-  mirror_update(0, live);
 }
 
 }  // namespace mnemo

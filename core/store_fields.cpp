@@ -499,7 +499,8 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
   struct Group {
     uint64_t q0, q1;
     const Filter* mine;
-    uint64_t want = 0;  // post-filter: results asked of the unfiltered search
+    uint64_t want = 0;                       // post-filter: results asked of the unfiltered search
+    std::shared_ptr<Roaring> set = nullptr;  // its matches, where planning evaluated them already
   };
   // The ranged plan: a filter whose matches are mostly one run of slots
   // (a namespace of a clustered store, and the memories written to it
@@ -566,11 +567,13 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
         const bool broad_enough = nq >= kPostBatch || est * kSelective > total;
         if (want <= kPostMax && broad_enough) g.want = std::max(k, want);
         // A clustered store's scopes are first tested for one run: reading
-        // it beats reading the whole store.
+        // it beats reading the whole store (the evaluated set goes on to the
+        // ranged plan below).
         uint64_t lo = 0, hi = 0;
-        if (g.want && clustered_ && range_ok && !probing &&
-            one_run(matches_locked(filter.where, g.mine, filter), lo, hi) && range_on_host(lo, hi))
-          g.want = 0;
+        if (g.want && clustered_ && range_ok && !probing) {
+          auto set = std::make_shared<Roaring>(matches_locked(filter.where, g.mine, filter));
+          if (one_run(*set, lo, hi) && range_on_host(lo, hi)) g.want = 0, g.set = std::move(set);
+        }
       });
     errors.rethrow();
   }
@@ -675,7 +678,7 @@ void Store::search_where(const float* queries, uint64_t nq, uint64_t k, const Se
     for (int64_t i = 0; i < static_cast<int64_t>(groups.size()); ++i) {
       errors.run([&] {
         Evaluated& e = ev[i];
-        e.set = matches_locked(filter.where, groups[i].mine, filter);
+        e.set = groups[i].set ? std::move(*groups[i].set) : matches_locked(filter.where, groups[i].mine, filter);
         e.m = e.set.cardinality();
         // On an index read below its list count, a filter matching more
         // than nprobe/kProbeShare of the store goes through the index (the

@@ -152,43 +152,17 @@ void Store::relayout_locked(const IndexLayout& L, const std::unordered_map<uint6
   auto index = std::make_unique<IvfIndex>();
   index->opts = L.opts;
   index->set_offsets({pos.begin(), pos.end() - 1});  // [nlist + 1], the last = hot_begin
-  // Everything new is allocated before the store changes.
-  AlignedBuffer nv;
-  nv.resize(checked_bytes(checked_mul(live, row_bytes_, "store size"), "store size"));
-  std::vector<uint64_t> nid(live);
-  std::vector<float> nnorm(live), nbias(live), nimp(live);
-  std::vector<double> ntime(live);
-  std::vector<std::unique_ptr<Record>> nrec(live);
-  IdMap nslot;
-  nslot.reserve(live);
+  // The index is made before the store changes; reorder_slots_locked
+  // allocates its own arrays before it does.
   if (nlist > 0) {
     index->coarse = std::make_unique<Coarse>(*home_, dim_, metric_, L.centroids);
     index->dev_offsets = home_->copy_to_device(index->offsets.data(), index->offsets.size() * 8);
   }
-  for (uint64_t s = 0; s < S; ++s) {
-    if (lst[s] == kHotList) continue;
-    const uint64_t d = pos[lst[s]]++;
-    std::memcpy(nv.data() + d * row_bytes_, vectors_.data() + s * row_bytes_, row_bytes_);
-    nid[d] = slot_ids_[s];
-    nnorm[d] = norms_[s];
-    nbias[d] = biases_[s];
-    ntime[d] = times_[s];
-    nimp[d] = importance_[s];
-    if (s < recs_.size()) nrec[d] = std::move(recs_[s]);
-    nslot.emplace(nid[d], d);
-  }
-  vectors_ = std::move(nv);
-  slot_ids_ = std::move(nid);
-  norms_ = std::move(nnorm);
-  biases_ = std::move(nbias);
-  times_ = std::move(ntime);
-  importance_ = std::move(nimp);
-  recs_ = std::move(nrec);
-  slot_of_ = std::move(nslot);
-  dead_ = 0;
-  rebuild_postings_locked();
+  std::vector<uint64_t> order(live);
+  for (uint64_t s = 0; s < S; ++s)
+    if (lst[s] != kHotList) order[pos[lst[s]]++] = s;
+  reorder_slots_locked(order);
   index_ = std::move(index);
-  mirror_update(0, live);
 }
 
 void Store::apply_layout_locked(const IndexLayout& L, bool journal) {
