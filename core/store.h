@@ -74,8 +74,10 @@ struct FieldsOut : FieldsIn {
 
 // A stored record in strings (the fields it has, `set` naming them): tags
 // and attributes in byte order, whatever the interning order, so a store
-// saved, opened and saved again writes the same bytes.
-void record_strings(const Record& r, const FieldTables& t, FieldsIn& f);
+// saved, opened and saved again writes the same bytes. Only the fields in
+// `wanted` (kField* bits) are copied: a reader of a key and a payload does
+// not pay for every attribute's strings.
+void record_strings(const Record& r, const FieldTables& t, FieldsIn& f, uint32_t wanted = kFieldAll);
 
 // How a filtered search was planned (the last one; for tests and stats).
 struct FilterPlan {
@@ -153,7 +155,9 @@ class Store {
   void update_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count);
   // kNoId for a key no memory holds.
   void ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) const;
-  std::vector<FieldsOut> read(const uint64_t* ids, uint64_t count) const;
+  // The fields in `wanted` (kField* bits) of each memory; `set` names those
+  // of them it has.
+  std::vector<FieldsOut> read(const uint64_t* ids, uint64_t count, uint32_t wanted = kFieldAll) const;
   // Ids matching `f` (null: all) in ascending order, from `offset`, at most
   // `capacity`; *total gets the number of all matches.
   std::vector<uint64_t> select(const Filter* f, uint64_t offset, uint64_t capacity, uint64_t* total) const;

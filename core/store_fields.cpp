@@ -174,18 +174,18 @@ void Store::ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) 
   }
 }
 
-void record_strings(const Record& r, const FieldTables& t, FieldsIn& f) {
-  if (!r.key.empty()) f.set |= kFieldKey, f.key = r.key;
-  if (r.ns) {
+void record_strings(const Record& r, const FieldTables& t, FieldsIn& f, uint32_t wanted) {
+  if ((wanted & kFieldKey) && !r.key.empty()) f.set |= kFieldKey, f.key = r.key;
+  if ((wanted & kFieldNamespace) && r.ns) {
     f.set |= kFieldNamespace;
     for (uint32_t p : t.namespaces.path(r.ns)) f.ns.push_back(t.pool.str(p));
   }
-  if (!r.tags.empty()) {
+  if ((wanted & kFieldTags) && !r.tags.empty()) {
     f.set |= kFieldTags;
     for (uint32_t g : r.tags) f.tags.push_back(t.pool.str(g));
     std::sort(f.tags.begin(), f.tags.end());
   }
-  if (!r.attrs.empty()) {
+  if ((wanted & kFieldAttributes) && !r.attrs.empty()) {
     f.set |= kFieldAttributes;
     for (const auto& [name, v] : r.attrs) {
       ValueIn x;
@@ -197,10 +197,10 @@ void record_strings(const Record& r, const FieldTables& t, FieldsIn& f) {
     }
     std::sort(f.attrs.begin(), f.attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   }
-  if (!r.payload.empty()) f.set |= kFieldPayload, f.payload = r.payload;
+  if ((wanted & kFieldPayload) && !r.payload.empty()) f.set |= kFieldPayload, f.payload = r.payload;
 }
 
-std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count) const {
+std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count, uint32_t wanted) const {
   auto lock = read_lock();
   const FieldTables& t = *tables_;
   std::vector<FieldsOut> out(count);
@@ -219,7 +219,7 @@ std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count) const {
     f.time = owner->times_[e->second];
     f.importance = owner->importance_[e->second];
     const Record* r = owner->recs_[e->second].get();
-    if (r) record_strings(*r, t, f);
+    if (r) record_strings(*r, t, f, wanted);
   }
   return out;
 }

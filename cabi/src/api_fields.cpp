@@ -36,6 +36,44 @@ std::vector<std::string> c_strings(const char* const* v, uint64_t n, uint64_t li
   return out;
 }
 
+// mnemo_store_read(_fields): the records of `ids` with the fields in
+// `wanted`, and the C views into them, checked before anything is read.
+void read_records(const mnemo_store* store, const uint64_t* ids, uint64_t count, uint32_t wanted, mnemo_records** out) {
+  const Store& s = store_of(store);
+  need_nonnull(out, "out");
+  if (count > 0) need_data(ids, "ids");
+  checked_bytes(checked_mul(count, 8, "ids"), "ids");
+  if (wanted & ~static_cast<uint32_t>(MNEMO_FIELD_ALL))
+    fail(Code::invalid_argument, "fields = " + std::to_string(wanted) + " names bits outside MNEMO_FIELD_ALL (" +
+                                     std::to_string(MNEMO_FIELD_ALL) + ")");
+  auto r = std::make_unique<mnemo_records>();
+  r->rows = s.read(ids, count, wanted);
+  r->ns.resize(count);
+  r->tags.resize(count);
+  r->attrs.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const FieldsOut& f = r->rows[i];
+    for (const auto& p : f.ns) r->ns[i].push_back(p.c_str());
+    for (const auto& t : f.tags) r->tags[i].push_back(t.c_str());
+    for (const auto& [name, v] : f.attrs) {
+      mnemo_attribute a;
+      std::memset(&a, 0, sizeof a);
+      a.name = name.c_str();
+      switch (v.type) {
+        case ValueType::i64: a.value.type = MNEMO_VALUE_INT; break;
+        case ValueType::f64: a.value.type = MNEMO_VALUE_DOUBLE; break;
+        case ValueType::boolean: a.value.type = MNEMO_VALUE_BOOL; break;
+        default: a.value.type = MNEMO_VALUE_STRING; break;
+      }
+      a.value.i = v.i;
+      a.value.d = v.d;
+      a.value.s = v.type == ValueType::str ? v.s.c_str() : nullptr;
+      r->attrs[i].push_back(a);
+    }
+  }
+  *out = r.release();
+}
+
 }  // namespace
 
 ValueIn value_in(const mnemo_value& v, const std::string& where) {
@@ -149,38 +187,12 @@ MNEMO_API mnemo_status mnemo_store_ids_of_keys(const mnemo_store* store, const c
 
 MNEMO_API mnemo_status mnemo_store_read(const mnemo_store* store, const uint64_t* ids, uint64_t count,
                                         mnemo_records** out) {
-  return cabi::guarded("mnemo_store_read", [&] {
-    const Store& s = cabi::store_of(store);
-    cabi::need_nonnull(out, "out");
-    if (count > 0) cabi::need_data(ids, "ids");
-    checked_bytes(checked_mul(count, 8, "ids"), "ids");
-    auto r = std::make_unique<mnemo_records>();
-    r->rows = s.read(ids, count);
-    r->ns.resize(count);
-    r->tags.resize(count);
-    r->attrs.resize(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      const FieldsOut& f = r->rows[i];
-      for (const auto& p : f.ns) r->ns[i].push_back(p.c_str());
-      for (const auto& t : f.tags) r->tags[i].push_back(t.c_str());
-      for (const auto& [name, v] : f.attrs) {
-        mnemo_attribute a;
-        std::memset(&a, 0, sizeof a);
-        a.name = name.c_str();
-        switch (v.type) {
-          case ValueType::i64: a.value.type = MNEMO_VALUE_INT; break;
-          case ValueType::f64: a.value.type = MNEMO_VALUE_DOUBLE; break;
-          case ValueType::boolean: a.value.type = MNEMO_VALUE_BOOL; break;
-          default: a.value.type = MNEMO_VALUE_STRING; break;
-        }
-        a.value.i = v.i;
-        a.value.d = v.d;
-        a.value.s = v.type == ValueType::str ? v.s.c_str() : nullptr;
-        r->attrs[i].push_back(a);
-      }
-    }
-    *out = r.release();
-  });
+  return cabi::guarded("mnemo_store_read", [&] { cabi::read_records(store, ids, count, MNEMO_FIELD_ALL, out); });
+}
+
+MNEMO_API mnemo_status mnemo_store_read_fields(const mnemo_store* store, const uint64_t* ids, uint64_t count,
+                                               uint32_t fields, mnemo_records** out) {
+  return cabi::guarded("mnemo_store_read_fields", [&] { cabi::read_records(store, ids, count, fields, out); });
 }
 
 MNEMO_API void mnemo_records_destroy(mnemo_records* records) { delete records; }

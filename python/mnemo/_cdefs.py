@@ -270,6 +270,7 @@ PROTOTYPES = {
     "mnemo_store_update_fields": (c_status, [_H, _P, _P, _U64]),
     "mnemo_store_ids_of_keys": (c_status, [_H, _P, _U64, _P]),
     "mnemo_store_read": (c_status, [_H, _P, _U64, POINTER(_H)]),
+    "mnemo_store_read_fields": (c_status, [_H, _P, _U64, c_uint32, POINTER(_H)]),
     "mnemo_records_destroy": (None, [_H]),
     "mnemo_records_count": (c_uint64, [_H]),
     "mnemo_records_get": (c_status, [_H, _U64, POINTER(c_uint32), POINTER(c_uint64),

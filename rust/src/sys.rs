@@ -1145,6 +1145,15 @@ extern "C" {
     ) -> mnemo_status;
 }
 extern "C" {
+    pub fn mnemo_store_read_fields(
+        store: *const mnemo_store,
+        ids: *const u64,
+        count: u64,
+        fields: u32,
+        out: *mut *mut mnemo_records,
+    ) -> mnemo_status;
+}
+extern "C" {
     pub fn mnemo_records_destroy(records: *mut mnemo_records);
 }
 extern "C" {
