@@ -155,9 +155,10 @@ class Store {
   void update_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count);
   // kNoId for a key no memory holds.
   void ids_of_keys(const std::string* keys, uint64_t count, uint64_t* ids) const;
-  // The fields in `wanted` (kField* bits) of each memory; `set` names those
-  // of them it has.
-  std::vector<FieldsOut> read(const uint64_t* ids, uint64_t count, uint32_t wanted = kFieldAll) const;
+  // The fields in `wanted` (kField* bits) of each memory, `set` naming those
+  // of them it has; its time and importance with meta (else 0): each part
+  // left out is scattered memory not touched.
+  std::vector<FieldsOut> read(const uint64_t* ids, uint64_t count, uint32_t wanted = kFieldAll, bool meta = true) const;
   // Ids matching `f` (null: all) in ascending order, from `offset`, at most
   // `capacity`; *total gets the number of all matches.
   std::vector<uint64_t> select(const Filter* f, uint64_t offset, uint64_t capacity, uint64_t* total) const;

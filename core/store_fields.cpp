@@ -200,7 +200,7 @@ void record_strings(const Record& r, const FieldTables& t, FieldsIn& f, uint32_t
   if ((wanted & kFieldPayload) && !r.payload.empty()) f.set |= kFieldPayload, f.payload = r.payload;
 }
 
-std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count, uint32_t wanted) const {
+std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count, uint32_t wanted, bool meta) const {
   auto lock = read_lock();
   const FieldTables& t = *tables_;
   std::vector<FieldsOut> out(count);
@@ -216,8 +216,11 @@ std::vector<FieldsOut> Store::read(const uint64_t* ids, uint64_t count, uint32_t
     FieldsOut& f = out[i];
     f.found = true;
     f.id = ids[i];
-    f.time = owner->times_[e->second];
-    f.importance = owner->importance_[e->second];
+    if (meta) {
+      f.time = owner->times_[e->second];
+      f.importance = owner->importance_[e->second];
+    }
+    if (!wanted) continue;
     const Record* r = owner->recs_[e->second].get();
     if (r) record_strings(*r, t, f, wanted);
   }

@@ -93,6 +93,7 @@ ABI_CHECK(offsetof(mnemo_memory_fields, payload) == 56);
 ABI_CHECK(offsetof(mnemo_memory_fields, payload_bytes) == 64);
 ABI_CHECK(MNEMO_OP_NAMESPACE_UNDER == 14);
 ABI_CHECK(MNEMO_FIELD_ALL == 31);
+ABI_CHECK(MNEMO_READ_META == 256);
 
 ABI_CHECK(sizeof(mnemo_index_options) == 56);
 ABI_CHECK(offsetof(mnemo_index_options, nlist) == 4);

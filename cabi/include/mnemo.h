@@ -515,12 +515,19 @@ typedef struct mnemo_records mnemo_records;
    Thread safety: runs alongside searches. */
 MNEMO_API mnemo_status mnemo_store_read(const mnemo_store* store, const uint64_t* ids, uint64_t count,
                                         mnemo_records** out);
-/* mnemo_store_read of only the fields named in `fields` (MNEMO_FIELD_* bits;
-   0: none, only ids, times and importance): the others are not copied and
-   come back empty and absent from `set`. Reading a key and a payload costs
-   a fraction of reading every tag and attribute too. Errors: those of
-   mnemo_store_read, INVALID_ARGUMENT (a bit outside MNEMO_FIELD_ALL); on
-   error *out is left as it was. Thread safety: runs alongside searches. */
+/* With mnemo_store_read_fields: each memory's time and importance too. */
+enum mnemo_read_bits { MNEMO_READ_META = 256 };
+
+/* mnemo_store_read of only what `fields` names: MNEMO_FIELD_* bits (the
+   fields to copy; the others come back empty and absent from `set`) and
+   MNEMO_READ_META (time and importance; without it mnemo_records_get gives
+   0 for both). 0: whether each id is found, and nothing else. Each part
+   left out is memory not read: after other work has taken the caches, a
+   scattered read costs microseconds, and a search's results often need a
+   key and a payload only. mnemo_store_read is MNEMO_FIELD_ALL |
+   MNEMO_READ_META. Errors: those of mnemo_store_read, INVALID_ARGUMENT (a
+   bit outside MNEMO_FIELD_ALL | MNEMO_READ_META); on error *out is left as
+   it was. Thread safety: runs alongside searches. */
 MNEMO_API mnemo_status mnemo_store_read_fields(const mnemo_store* store, const uint64_t* ids, uint64_t count,
                                                uint32_t fields, mnemo_records** out);
 MNEMO_API void mnemo_records_destroy(mnemo_records* records);

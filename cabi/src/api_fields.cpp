@@ -43,11 +43,13 @@ void read_records(const mnemo_store* store, const uint64_t* ids, uint64_t count,
   need_nonnull(out, "out");
   if (count > 0) need_data(ids, "ids");
   checked_bytes(checked_mul(count, 8, "ids"), "ids");
-  if (wanted & ~static_cast<uint32_t>(MNEMO_FIELD_ALL))
-    fail(Code::invalid_argument, "fields = " + std::to_string(wanted) + " names bits outside MNEMO_FIELD_ALL (" +
-                                     std::to_string(MNEMO_FIELD_ALL) + ")");
+  constexpr uint32_t known = MNEMO_FIELD_ALL | MNEMO_READ_META;
+  if (wanted & ~known)
+    fail(Code::invalid_argument, "fields = " + std::to_string(wanted) +
+                                     " names bits outside MNEMO_FIELD_ALL | MNEMO_READ_META (" + std::to_string(known) +
+                                     ")");
   auto r = std::make_unique<mnemo_records>();
-  r->rows = s.read(ids, count, wanted);
+  r->rows = s.read(ids, count, wanted & MNEMO_FIELD_ALL, (wanted & MNEMO_READ_META) != 0);
   r->ns.resize(count);
   r->tags.resize(count);
   r->attrs.resize(count);
@@ -187,7 +189,8 @@ MNEMO_API mnemo_status mnemo_store_ids_of_keys(const mnemo_store* store, const c
 
 MNEMO_API mnemo_status mnemo_store_read(const mnemo_store* store, const uint64_t* ids, uint64_t count,
                                         mnemo_records** out) {
-  return cabi::guarded("mnemo_store_read", [&] { cabi::read_records(store, ids, count, MNEMO_FIELD_ALL, out); });
+  return cabi::guarded("mnemo_store_read",
+                       [&] { cabi::read_records(store, ids, count, MNEMO_FIELD_ALL | MNEMO_READ_META, out); });
 }
 
 MNEMO_API mnemo_status mnemo_store_read_fields(const mnemo_store* store, const uint64_t* ids, uint64_t count,

@@ -100,6 +100,8 @@ FIELD_TAGS = 4
 FIELD_ATTRIBUTES = 8
 FIELD_PAYLOAD = 16
 FIELD_ALL = 31
+# mnemo_store_read_fields: time and importance too.
+READ_META = 256
 
 # enum mnemo_value_type.
 VALUE_INT = 1

@@ -1144,6 +1144,8 @@ extern "C" {
         out: *mut *mut mnemo_records,
     ) -> mnemo_status;
 }
+pub const MNEMO_READ_META: mnemo_read_bits = 256;
+pub type mnemo_read_bits = ::std::os::raw::c_uint;
 extern "C" {
     pub fn mnemo_store_read_fields(
         store: *const mnemo_store,
