@@ -769,15 +769,16 @@ PyObject* texts_tuple(const char* const* parts, uint32_t n) {
   return t;
 }
 
-// mnemo_store_read of ids[0..n) with the GIL released; the records are
-// destroyed with the returned handle (a library error raises).
+// mnemo_store_read_fields of ids[0..n) with the GIL released; the records
+// are destroyed with the returned handle (a library error raises).
 using Records = std::unique_ptr<mnemo_records, void (*)(mnemo_records*)>;
-Records read_records(uintptr_t store, const uint64_t* ids, uint64_t n) {
+Records read_records(uintptr_t store, const uint64_t* ids, uint64_t n,
+                     uint32_t fields = MNEMO_FIELD_ALL | MNEMO_READ_META) {
   mnemo_records* records = nullptr;
   CallResult r;
   {
     nb::gil_scoped_release unlocked;
-    r.status = mnemo_store_read(store_of(store), n ? ids : nullptr, n, &records);
+    r.status = mnemo_store_read_fields(store_of(store), n ? ids : nullptr, n, fields, &records);
     note_error(r);
   }
   check(r);
@@ -793,8 +794,9 @@ void check_ids(nb::handle ids_obj, HostArray& ids) {
 }
 
 // A row_type instance (a tuple subclass) of (id, key, namespace, payload,
-// time) for entry i of `records`, Py_None for an id not found, nullptr with
-// a Python error set on failure.
+// time) for entry i of `records` (fields not read come back None, (), b""
+// and 0.0), Py_None for an id not found, nullptr with a Python error set on
+// failure.
 PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_type) {
   uint32_t found = 0;
   uint64_t id = 0;
@@ -807,18 +809,22 @@ PyObject* record_row(const mnemo_records* records, uint64_t i, PyObject* row_typ
     Py_INCREF(Py_None);
     return Py_None;
   }
-  nb::object key = f.key != nullptr ? nb::steal(text_object(f.key)) : nb::none();
-  nb::object ns = nb::steal(texts_tuple(f.namespace_parts, f.namespace_depth));
-  if (!key.is_valid() || !ns.is_valid()) return nullptr;
-  nb::object payload = nb::steal(PyBytes_FromStringAndSize(static_cast<const char*>(f.payload),
-                                                           f.payload_bytes ? (Py_ssize_t)f.payload_bytes : 0));
-  nb::object fields = nb::steal(PyTuple_Pack(5, nb::steal(PyLong_FromUnsignedLongLong(id)).ptr(), key.ptr(), ns.ptr(),
-                                             payload.ptr(), nb::steal(PyFloat_FromDouble(time)).ptr()));
-  if (!payload.is_valid() || !fields.is_valid()) return nullptr;
-  // tuple.__new__(row_type, fields): a NamedTuple made without its Python __new__.
-  nb::object args = nb::steal(PyTuple_Pack(1, fields.ptr()));
-  if (!args.is_valid()) return nullptr;
-  return PyTuple_Type.tp_new((PyTypeObject*)row_type, args.ptr(), nullptr);
+  PyObject* items[5] = {
+      PyLong_FromUnsignedLongLong(id), f.key != nullptr ? text_object(f.key) : (Py_INCREF(Py_None), Py_None),
+      texts_tuple(f.namespace_parts, f.namespace_depth),
+      PyBytes_FromStringAndSize(static_cast<const char*>(f.payload), f.payload_bytes ? (Py_ssize_t)f.payload_bytes : 0),
+      PyFloat_FromDouble(time)};
+  bool ok = true;
+  for (PyObject* a : items) ok = ok && a != nullptr;
+  // Filled in place as tuple.__new__ fills a subclass's instance: one
+  // object, without the argument tuples of a call to row_type.
+  PyObject* row = ok ? ((PyTypeObject*)row_type)->tp_alloc((PyTypeObject*)row_type, 5) : nullptr;
+  if (row == nullptr) {
+    for (PyObject* a : items) Py_XDECREF(a);
+    return nullptr;
+  }
+  for (Py_ssize_t j = 0; j < 5; ++j) PyTuple_SET_ITEM(row, j, items[j]);
+  return row;
 }
 
 // A record's attribute value as Python's int, float, bool or str; nullptr
@@ -884,15 +890,21 @@ nb::list read_memories(uintptr_t store, nb::handle ids_obj, nb::handle memory_ty
   return out;
 }
 
-// read_rows(store, ids, scores, row_type): mnemo_store_read of `ids` (a
-// uint64 array, C-contiguous and aligned, as the package's checks leave it,
-// or, without scores, a list of ints).
+// read_rows(store, ids, scores, row_type, fields): mnemo_store_read_fields
+// of `ids` (a uint64 array, C-contiguous and aligned, as the package's
+// checks leave it, or, without scores, a list of ints); fields: the
+// MNEMO_FIELD_* bits to read (key, namespace and payload are the row's)
+// and MNEMO_READ_META for its time.
 // scores None: a row_type or None per id. scores (float32, one per id): the
 // entries before the first NO_ID as (id, score, row_type or None), the form
 // of a search's results.
-nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, nb::handle row_type) {
+void check_row_type(nb::handle row_type, const char* function) {
   if (!PyType_Check(row_type.ptr()) || !PyType_IsSubtype((PyTypeObject*)row_type.ptr(), &PyTuple_Type))
-    throw nb::type_error("read_rows: row_type must be a tuple type");
+    throw nb::type_error((std::string(function) + ": row_type must be a tuple type").c_str());
+}
+
+nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, nb::handle row_type, uint32_t fields) {
+  check_row_type(row_type, "read_rows");
   HostArray ids;
   uint64_t n = 0;
   const uint64_t* id_data = nullptr;
@@ -933,7 +945,7 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
   }
   nb::list out;
   if (n == 0) return out;
-  const Records records = read_records(store, id_data, n);
+  const Records records = read_records(store, id_data, n, fields);
   for (uint64_t i = 0; i < n; ++i) {
     nb::object row = nb::steal(record_row(records.get(), i, row_type.ptr()));
     if (!row.is_valid()) throw nb::python_error();
@@ -947,6 +959,89 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
     out.append(hit);
   }
   return out;
+}
+
+// search_rows(store, query, k, where, dim, fields, row_type): one query's
+// search and the hits' records in one call from Python, the GIL released
+// over both: mnemo_store_search (`where`: a mnemo_filter* as an int, 0 for
+// none) then mnemo_store_read_fields of the hits, with the ids and scores in
+// a buffer of the call instead of numpy arrays. Returns the hits before the
+// first NO_ID as (id, score, row_type), best first; a hit removed by another
+// thread between the two calls is left out. None, having called nothing,
+// when the query is not an exact numpy float32 [dim] array, C-contiguous and
+// aligned, or k not an int from 1 to 4096 (the caller then goes through
+// Store.search).
+// The calls of search_rows on this thread and the seconds their searches
+// took (mnemo_store_search alone), for the measurement of what a call adds
+// to its search (bench/integrations).
+thread_local uint64_t search_rows_count = 0;
+thread_local double search_rows_seconds = 0;
+
+nb::tuple search_rows_time() { return nb::make_tuple(search_rows_count, search_rows_seconds); }
+
+nb::object search_rows(uintptr_t store, nb::handle query, nb::handle k_obj, uintptr_t where, uint64_t dim,
+                       uint32_t fields, nb::handle row_type) {
+  check_row_type(row_type, "search_rows");
+  if (Py_TYPE(query.ptr()) != (PyTypeObject*)hooks.ndarray || !PyLong_CheckExact(k_obj.ptr())) return nb::none();
+  const long long k = PyLong_AsLongLong(k_obj.ptr());
+  if (k < 1 || k > 4096) {
+    PyErr_Clear();
+    return nb::none();
+  }
+  HostArray q;
+  if (check_array(query.ptr(), "query", true, false, q) || q.view().ndim != 1 || (uint64_t)q.view().shape[0] != dim)
+    return nb::none();
+  // ids then scores, 16-byte aligned each (k rounded up to a multiple of 4).
+  const size_t kk = ((size_t)k + 3) & ~(size_t)3;
+  std::vector<uint64_t> buffer(kk + kk / 2 + 2);
+  uint64_t* ids = buffer.data();
+  if ((uintptr_t)ids % MNEMO_ALIGNMENT != 0) ++ids;
+  float* scores = reinterpret_cast<float*>(ids + kk);
+  mnemo_search_options opts = mnemo_search_options_default();
+  opts.where = reinterpret_cast<const mnemo_filter*>(where);
+  mnemo_records* got = nullptr;
+  uint64_t n = 0;
+  CallResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    const auto t0 = std::chrono::steady_clock::now();
+    r.status =
+        mnemo_store_search(store_of(store), static_cast<const float*>(q.data()), 1, (uint64_t)k, &opts, ids, scores);
+    search_rows_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++search_rows_count;
+    if (r.status == MNEMO_OK) {
+      while (n < (uint64_t)k && ids[n] != MNEMO_NO_ID) ++n;
+      if (n > 0) r.status = mnemo_store_read_fields(store_of(store), ids, n, fields, &got);
+    }
+    note_error(r);
+  }
+  check(r);
+  const Records records(got, mnemo_records_destroy);
+  nb::list out;
+  for (uint64_t i = 0; i < n; ++i) {
+    PyObject* row = record_row(records.get(), i, row_type.ptr());
+    if (row == nullptr) throw nb::python_error();
+    if (row == Py_None) {
+      Py_DECREF(row);
+      continue;
+    }
+    PyObject* hit = PyTuple_New(3);
+    PyObject* id = PyLong_FromUnsignedLongLong(ids[i]);
+    PyObject* score = PyFloat_FromDouble(scores[i]);
+    if (hit == nullptr || id == nullptr || score == nullptr) {
+      Py_XDECREF(hit);
+      Py_XDECREF(id);
+      Py_XDECREF(score);
+      Py_DECREF(row);
+      throw nb::python_error();
+    }
+    PyTuple_SET_ITEM(hit, 0, id);
+    PyTuple_SET_ITEM(hit, 1, score);
+    PyTuple_SET_ITEM(hit, 2, row);
+    out.append(nb::steal(hit));
+  }
+  nb::object result = std::move(out);
+  return result;
 }
 
 void configure(nb::handle make_error, nb::handle numpy, nb::handle aligned_empty) {
@@ -1002,9 +1097,9 @@ NB_MODULE(_mnemo_ext, m) {
   m.attr("SEARCH_OPTIONS_SIZE") = sizeof(mnemo_search_options);
   // The mnemo.h functions this module calls (the compiler checked each
   // against the header; python/tests/test_extension.py checks the list).
-  m.attr("C_FUNCTIONS") =
-      nb::make_tuple("mnemo_store_search", "mnemo_store_search_device", "mnemo_last_error", "mnemo_abi_version",
-                     "mnemo_store_read", "mnemo_records_get", "mnemo_records_destroy", "mnemo_memory_fields_default");
+  m.attr("C_FUNCTIONS") = nb::make_tuple("mnemo_store_search", "mnemo_store_search_device", "mnemo_last_error",
+                                         "mnemo_abi_version", "mnemo_store_read", "mnemo_store_read_fields",
+                                         "mnemo_records_get", "mnemo_records_destroy", "mnemo_memory_fields_default");
   m.def("configure", &configure, nb::arg("make_error"), nb::arg("numpy"), nb::arg("aligned_empty"));
   m.def("search_host", &search_host, nb::arg("store"), nb::arg("queries"), nb::arg("k"), nb::arg("opts").none(),
         nb::arg("dim"), nb::arg("out_ids").none(), nb::arg("out_scores").none(), nb::arg("strict"),
@@ -1026,7 +1121,12 @@ NB_MODULE(_mnemo_ext, m) {
   m.def("pack_fields", &pack_fields, nb::arg("count"), nb::arg("keys").none(), nb::arg("namespaces").none(),
         nb::arg("tags").none(), nb::arg("attributes").none(), nb::arg("payloads").none());
   m.def("read_memories", &read_memories, nb::arg("store"), nb::arg("ids"), nb::arg("memory_type"));
-  m.def("read_rows", &read_rows, nb::arg("store"), nb::arg("ids"), nb::arg("scores").none(), nb::arg("row_type"));
+  m.def(
+      "read_rows", &read_rows, nb::arg("store"), nb::arg("ids"), nb::arg("scores").none(), nb::arg("row_type"),
+      nb::arg("fields") = (uint32_t)(MNEMO_FIELD_KEY | MNEMO_FIELD_NAMESPACE | MNEMO_FIELD_PAYLOAD | MNEMO_READ_META));
+  m.def("search_rows", &search_rows, nb::arg("store"), nb::arg("query"), nb::arg("k"), nb::arg("where"), nb::arg("dim"),
+        nb::arg("fields"), nb::arg("row_type"));
+  m.def("search_rows_time", &search_rows_time);
   // The address of mnemo_abi_version in the libmnemo this module was linked
   // with: equal to the one ctypes loaded when both use one library.
   m.def("library_address", []() { return (uintptr_t)&mnemo_abi_version; });

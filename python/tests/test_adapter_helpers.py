@@ -75,3 +75,77 @@ def test_pack_keys_and_ids_of_keys(cpu_rt, rng) -> None:
     assert store.ids_of_keys(("a",)).tolist() == [1]
     with pytest.raises(ValueError, match="NUL"):
         store.ids_of_keys(["a\0"])
+
+
+def _memories(cpu_rt: Any, rng: Any) -> mnemo.Store:
+    """60 memories over 8 dims: a key, namespace, tags, attributes and a
+    payload each, except every fifth (none of them)."""
+    store = mnemo.Store(cpu_rt, 8)
+    n = 60
+    full = [i % 5 != 0 for i in range(n)]
+    store.add(np.arange(n, dtype=np.uint64), rng.standard_normal((n, 8)).astype(np.float32),
+              times=np.arange(n, dtype=np.float64),
+              keys=[f"k{i}é" if f else None for i, f in enumerate(full)],
+              namespaces=[("u", str(i % 3)) if f else None for i, f in enumerate(full)],
+              tags=[[f"t{i % 4}"] if f else None for i, f in enumerate(full)],
+              attributes=[{"g": i % 7, "s": f"v{i % 2}"} if f else None
+                          for i, f in enumerate(full)],
+              payloads=[b'{"i":%d}' % i if f else None for i, f in enumerate(full)])
+    return store
+
+
+@pytest.mark.parametrize("fields", [c.ROW_FIELDS, c.KEY_PAYLOAD, 0, mnemo._cdefs.FIELD_ALL,
+                                    c.KEY_PAYLOAD | mnemo._cdefs.READ_META])
+def test_search_rows_is_store_search_then_read_rows(cpu_rt, rng, fields: int) -> None:
+    store = _memories(cpu_rt, rng)
+    where = [None, mnemo.Filter.attribute("g", "$eq", 3), mnemo.Filter.tags("t1"),
+             mnemo.Filter.nothing()]
+    calls0 = ext.search_rows_time()[0]
+    made = 0
+    for f in where:
+        for k in (1, 4, 100):
+            q = rng.standard_normal(8).astype(np.float32)
+            got = ext.search_rows(store.handle, q, k, 0 if f is None else f.handle, 8, fields,
+                                  c.Row)
+            made += 1
+            ids, scores = store.search(q, k, where=f)
+            assert got == ext.read_rows(store.handle, ids, scores, c.Row, fields)
+            for i, s, row in got:
+                assert row.id == i and row.time == (float(i) if fields & 256 else 0.0)
+                assert row.key == (f"k{i}é" if fields & 1 and i % 5 else None)
+                assert row.namespace == (("u", str(i % 3)) if fields & 2 and i % 5 else ())
+                assert row.payload == (b'{"i":%d}' % i if fields & 16 and i % 5 else b"")
+    calls, seconds = ext.search_rows_time()
+    assert calls - calls0 == made and seconds > 0
+
+
+def test_search_rows_declines_what_it_does_not_take_as_it_is(cpu_rt, rng) -> None:
+    store = _memories(cpu_rt, rng)
+    q = rng.standard_normal(8).astype(np.float32)
+    for query, k in [(q.tolist(), 4), (q.astype(np.float64), 4), (q.reshape(1, 8), 4),
+                     (q[:4], 4), (q[::2].copy(), 4), (q, 0), (q, 4097), (q, True), (q, 4.0),
+                     (q, -1)]:
+        assert ext.search_rows(store.handle, query, k, 0, 8, c.KEY_PAYLOAD, c.Row) is None
+    # Whatever it declines, run_search answers through Store.search.
+    plan = c.Plan.exact(mnemo.Filter.tags("t2"))
+    assert c.run_search(store, q, 4, plan) == c.run_search(store, q.astype(np.float64), 4, plan)
+
+
+def test_search_rows_and_read_rows_refuse_bad_arguments(cpu_rt, rng) -> None:
+    store = _memories(cpu_rt, rng)
+    q = rng.standard_normal(8).astype(np.float32)
+    ids, scores = store.search(q, 4)
+    for bad in (32, 512, 1 << 31):
+        with pytest.raises(mnemo.MnemoError, match="MNEMO_FIELD_ALL") as err:
+            ext.search_rows(store.handle, q, 4, 0, 8, bad, c.Row)
+        assert err.value.status == mnemo.Status.E_INVALID_ARGUMENT
+        with pytest.raises(mnemo.MnemoError, match="MNEMO_FIELD_ALL"):
+            ext.read_rows(store.handle, ids, scores, c.Row, bad)
+    with pytest.raises(mnemo.MnemoError) as err:
+        ext.search_rows(0, q, 4, 0, 8, c.KEY_PAYLOAD, c.Row)
+    assert err.value.status == mnemo.Status.E_NULL_POINTER
+    with pytest.raises(TypeError, match="row_type"):
+        ext.search_rows(store.handle, q, 4, 0, 8, c.KEY_PAYLOAD, dict)
+    # Ids no longer in the store: left out of a search's rows, None in a read.
+    assert ext.read_rows(store.handle, [10**9, 1], None, c.Row, c.KEY_PAYLOAD)[0] is None
+    assert store.count() == 60

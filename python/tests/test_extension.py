@@ -52,7 +52,9 @@ def test_extension_surface() -> None:
         "pack_keys": "keys",
         "project_plain": "metas, skip",
         "float32_rows": "rows, dim",
-        "read_rows": "store, ids, scores, row_type",
+        "read_rows": "store, ids, scores, row_type, fields",
+        "search_rows": "store, query, k, where, dim, fields, row_type",
+        "search_rows_time": "",
         "read_memories": "store, ids, memory_type",
         "library_address": "",
     }

@@ -513,16 +513,32 @@ class Plan:
             self.where = scope if base is TRUE_F else Filter.and_(scope, base)
         self.test = None if cond.exact else cond.test
 
+    @staticmethod
+    def exact(where: Optional[Filter]) -> "Plan":
+        """The plan of a store filter alone (no test of the records read)."""
+        plan = Plan.__new__(Plan)
+        plan.where, plan.test = where, None
+        return plan
+
 
 class Row(NamedTuple):
     """What the adapters read back of a memory (a subset of mnemo.Memory's
-    fields, with the same names)."""
+    fields, with the same names; a field not read is None, () or b"")."""
 
     id: int
     key: Optional[str]
     namespace: Tuple[str, ...]
     payload: bytes
     time: float
+
+
+# What mnemo_store_read_fields reads of a search's hits: only what the
+# adapter uses (the key and payload; the namespace where the framework
+# returns it), not every tag and attribute, nor the time and importance
+# (each part is scattered memory, microseconds a hit when out of the caches
+# after a scan). read_rows reads the whole Row.
+ROW_FIELDS = _cdefs.FIELD_KEY | _cdefs.FIELD_NAMESPACE | _cdefs.FIELD_PAYLOAD
+KEY_PAYLOAD = _cdefs.FIELD_KEY | _cdefs.FIELD_PAYLOAD
 
 
 def read_rows(store: Store, ids: Any) -> List[Optional[Row]]:
@@ -546,16 +562,26 @@ _SELECT_LIMIT = 4096
 
 
 def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
-               want_memories: bool = True) -> List[Tuple[int, float, Any]]:
+               want_memories: bool = True,
+               fields: int = KEY_PAYLOAD) -> List[Tuple[int, float, Any]]:
     """(id, score, Row or Memory) of the k best memories `plan` allows,
-    best first. An inexact plan reads its candidates back and tests them:
-    all of them when few, else growing searches until k pass; either way
-    min(k, matches) come back, as from an exact one."""
+    best first; a Row holds the `fields` read (mnemo's FIELD_* bits). An
+    inexact plan reads its candidates back and tests them: all of them when
+    few, else growing searches until k pass; either way min(k, matches)
+    come back, as from an exact one."""
     if plan.test is None:
-        ids, scores = store.search(query, k, where=plan.where)
+        where = plan.where
+        if want_memories:
+            # The search and the hits' records in one call of the extension
+            # (None: a query it does not take as it is).
+            hits = _ext.search_rows(store.handle, query, k, 0 if where is None else where.handle,
+                                    store.dim, fields, Row)
+            if hits is not None:
+                return hits  # type: ignore[no-any-return]
+        ids, scores = store.search(query, k, where=where)
         if want_memories:
             # The hits before the first NO_ID, read in one call of the extension.
-            return _ext.read_rows(store.handle, ids, scores, Row)  # type: ignore[no-any-return]
+            return _ext.read_rows(store.handle, ids, scores, Row, fields)  # type: ignore[no-any-return]
         idl = ids.tolist()
         n = idl.index(NO_ID) if NO_ID in idl else len(idl)
         return list(zip(idl[:n], scores.tolist()[:n], [None] * n))

@@ -383,21 +383,29 @@ class MnemoStore(BaseStore):
         need = offset + limit
         kk = need
         while True:
-            ids, scores = store.search(q, kk, where=where)
-            idl = ids.tolist()
-            n = idl.index(NO_ID) if NO_ID in idl else len(idl)
-            best: Dict[int, float] = {}
-            for i, s in zip(idl[:n], scores.tolist()):
+            hits = c.run_search(store, q, kk, c.Plan.exact(where), fields=c.ROW_FIELDS)
+            n = len(hits)
+            # Base id -> (score, its record when the hit was the item's
+            # first memory, which holds it; else None: read below).
+            best: Dict[int, Tuple[float, Any]] = {}
+            for i, s, m in hits:
                 b = i & _MASK
                 if b not in best:
-                    best[b] = s  # max pooling: results come best first
+                    best[b] = (s, m if i == b else None)  # max pooling: best first
                     if len(best) == need:
                         break
             if len(best) >= need or n < kk:
                 break
             kk *= 4
         # The records at the items' base ids, with their scores.
-        out = [(m, body, best[m.id]) for m, body in self._read(list(best)[offset:need])]
+        picked = list(best.items())[offset:need]
+        missing = [b for b, (_, m) in picked if m is None]
+        read = {m.id: m for m in c.read_rows(store, missing) if m is not None} if missing else {}
+        out = []
+        for b, (s, m) in picked:
+            m = m if m is not None else read.get(b)
+            if m is not None:
+                out.append((m, c.loads(m.payload), s))
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
             where0 = self._where(prefix, flt, "bare", now)

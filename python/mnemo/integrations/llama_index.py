@@ -31,7 +31,8 @@ from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 import numpy as np
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import (BaseNode, Document, ImageDocument, ImageNode, IndexNode,
-                                     Node, TextNode)
+                                     Node, NodeRelationship, ObjectType, RelatedNodeInfo,
+                                     TextNode)
 from llama_index.core.vector_stores.types import (BasePydanticVectorStore, FilterCondition,
                                                   FilterOperator, MetadataFilter, MetadataFilters,
                                                   VectorStoreQuery, VectorStoreQueryMode,
@@ -182,6 +183,124 @@ def _project_nodes(nodes: Sequence[BaseNode]
     return got, None
 
 
+# TextNodes of payloads this adapter wrote, made as pydantic's
+# model_construct makes a model of values known to be valid: the JSON of a
+# TextNode (model_dump_json without the embedding) holds the fields below,
+# in this order, of types that its validation keeps as they are (str, None,
+# int, dicts and lists from the JSON) except the relationships' keys, which
+# become NodeRelationship members, and their values, RelatedNodeInfo models
+# made the same way. Validating 4 nodes took most of a search's own work
+# (about 4.5 us a node warm, several times that after a large scan). A
+# payload of any other form, or a llama-index whose TextNode the check
+# below finds validated differently, goes through model_validate_json.
+_TEXT_KEYS = ("id_", "metadata", "excluded_embed_metadata_keys", "excluded_llm_metadata_keys",
+              "relationships", "metadata_template", "metadata_separator", "text", "mimetype",
+              "start_char_idx", "end_char_idx", "text_template", "class_name")
+_TEXT_SET = frozenset(_TEXT_KEYS[:-1])
+_TEXT_STRS = ("id_", "metadata_template", "metadata_separator", "text", "mimetype",
+              "text_template")
+_REL_KEYS = ("node_id", "node_type", "metadata", "hash", "class_name")
+_REL_SET = frozenset(_REL_KEYS[:-1])
+_RELATIONS = {r.value: r for r in NodeRelationship}
+
+
+def _related(d: Any) -> Optional[RelatedNodeInfo]:
+    """RelatedNodeInfo of its JSON dict, or None when not of the plain form."""
+    if (type(d) is not dict or tuple(d) != _REL_KEYS or d["class_name"] != "RelatedNodeInfo"
+            or type(d["node_id"]) is not str or type(d["metadata"]) is not dict):
+        return None
+    node_type, digest = d["node_type"], d["hash"]
+    if (node_type is not None and type(node_type) is not str) or \
+            (digest is not None and type(digest) is not str):
+        return None
+    return c.constructed(RelatedNodeInfo, {"node_id": d["node_id"], "node_type": node_type,
+                                           "metadata": d["metadata"], "hash": digest}, _REL_SET)
+
+
+def _text_node(d: Any) -> Optional[TextNode]:
+    """The TextNode of its JSON dict, or None when not of the plain form."""
+    if type(d) is not dict or tuple(d) != _TEXT_KEYS or d["class_name"] != "TextNode":
+        return None
+    for name in _TEXT_STRS:
+        if type(d[name]) is not str:
+            return None
+    for name in ("start_char_idx", "end_char_idx"):
+        v = d[name]
+        if v is not None and type(v) is not int:
+            return None
+    for name in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
+        v = d[name]
+        if type(v) is not list or any(type(x) is not str for x in v):
+            return None
+    meta, rel = d["metadata"], d["relationships"]
+    if type(meta) is not dict or type(rel) is not dict:
+        return None
+    relations: Dict[Any, Any] = {}
+    for key, v in rel.items():
+        kind = _RELATIONS.get(key)
+        if kind is None:
+            return None
+        if type(v) is list:
+            got = [_related(x) for x in v]
+            if any(x is None for x in got):
+                return None
+            relations[kind] = got
+        else:
+            one = _related(v)
+            if one is None:
+                return None
+            relations[kind] = one
+    return c.constructed(TextNode, {
+        "id_": d["id_"], "embedding": None, "metadata": meta,
+        "excluded_embed_metadata_keys": d["excluded_embed_metadata_keys"],
+        "excluded_llm_metadata_keys": d["excluded_llm_metadata_keys"],
+        "relationships": relations, "metadata_template": d["metadata_template"],
+        "metadata_separator": d["metadata_separator"], "text": d["text"],
+        "mimetype": d["mimetype"], "start_char_idx": d["start_char_idx"],
+        "end_char_idx": d["end_char_idx"], "text_template": d["text_template"]}, _TEXT_SET)
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """a and b: the same pydantic state, nested models, lists and dicts too."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_model(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_model(a[k], b[k]) for k in a)
+    if hasattr(a, "__pydantic_fields_set__"):
+        return (a.__pydantic_fields_set__ == b.__pydantic_fields_set__
+                and a.__pydantic_extra__ == b.__pydantic_extra__
+                and a.__pydantic_private__ == b.__pydantic_private__
+                and _same_model(a.__dict__, b.__dict__) and a == b)
+    return bool(a == b)
+
+
+def _fast_nodes_agree() -> bool:
+    """Whether _text_node gives what TextNode.model_validate_json gives, on
+    the payloads of nodes of every relationship form."""
+    src = RelatedNodeInfo(node_id="d", node_type=ObjectType.DOCUMENT, metadata={"k": [1]},
+                          hash="h")
+    samples = [TextNode(id_="a", text="t", metadata={"m": {"n": [1, 2.5, None]}}),
+               TextNode(id_="b", text="", start_char_idx=3, end_char_idx=9,
+                        excluded_llm_metadata_keys=["m"], metadata={"m": 1},
+                        relationships={NodeRelationship.SOURCE: src,
+                                       NodeRelationship.NEXT: RelatedNodeInfo(node_id="n"),
+                                       NodeRelationship.CHILD: [src, RelatedNodeInfo(node_id="c")]})]
+    try:
+        for node in samples:
+            payload = node.model_dump_json(exclude={"embedding"})
+            fast = _text_node(c.loads(payload))
+            if fast is None or not _same_model(TextNode.model_validate_json(payload), fast):
+                return False
+    except Exception:
+        return False
+    return True
+
+
+_FAST_NODES = _fast_nodes_agree()
+
+
 def _load_node(payload: bytes) -> BaseNode:
     # The class name found in the bytes, and the JSON parsed from them (no
     # str of the whole payload made first).
@@ -191,6 +310,10 @@ def _load_node(payload: bytes) -> BaseNode:
         cls = _NODE_TYPES.get(payload[at:payload.index(b'"', at)], TextNode)
     else:
         cls = TextNode
+    if cls is TextNode and _FAST_NODES:
+        node = _text_node(c.loads(payload))
+        if node is not None:
+            return node
     return cls.model_validate_json(payload)
 
 

@@ -82,3 +82,49 @@ def test_async_mmr_doc_ids_and_reopen(tmp_path: Any) -> None:
     assert again.query(VectorStoreQuery(query_embedding=q, similarity_top_k=1)).ids == ["n0"]
     again.clear()
     assert again.get_nodes() == []
+
+
+def test_nodes_read_back_are_those_pydantic_validates() -> None:
+    """Query results and get_nodes give the nodes TextNode.model_validate_json
+    gives of the payloads (the same state, nested relationships too), for
+    TextNodes made without validation and for the other forms, which go
+    through it."""
+    from llama_index.core.schema import (ImageNode, IndexNode, NodeRelationship, ObjectType,
+                                         RelatedNodeInfo)
+
+    from mnemo.integrations import _common as c
+    from mnemo.integrations import llama_index as li
+
+    assert li._FAST_NODES
+    src = RelatedNodeInfo(node_id="doc", node_type=ObjectType.DOCUMENT, metadata={"a": [1]},
+                          hash="h0")
+    nodes = [
+        TextNode(id_="plain", text="green tea", metadata={"kind": "tea", "n": 2}),
+        TextNode(id_="related", text="tea, then", start_char_idx=0, end_char_idx=9,
+                 excluded_embed_metadata_keys=["kind"], metadata={"kind": "tea", "é": None},
+                 relationships={NodeRelationship.SOURCE: src,
+                                NodeRelationship.PREVIOUS: RelatedNodeInfo(node_id="plain"),
+                                NodeRelationship.CHILD: [src]}),
+        TextNode(id_="typed", text="x", relationships={
+            NodeRelationship.PARENT: RelatedNodeInfo(node_id="p", node_type="custom")}),
+        IndexNode(id_="index", text="an index node", index_id="other"),
+        ImageNode(id_="image", text="an image", image="aGk=")]
+    for n in nodes:
+        n.embedding = _H.embed_query(n.get_content())
+    vs = MnemoVectorStore()
+    vs.add(nodes)
+    by_id = {n.id_: n for n in nodes}
+    got = vs.query(VectorStoreQuery(query_embedding=_H.embed_query("tea"), similarity_top_k=5))
+    assert sorted(got.ids) == sorted(by_id)
+    for node in got.nodes + vs.get_nodes(node_ids=list(by_id)):
+        payload = by_id[node.id_].model_dump_json(exclude={"embedding"})
+        want = type(node).model_validate_json(payload)
+        assert li._same_model(want, node), node.id_
+    # A TextNode payload of another form (a field more, a field of another
+    # type, an unknown relationship) is left to pydantic.
+    d = c.loads(nodes[1].model_dump_json(exclude={"embedding"}))
+    assert li._text_node(d) is not None
+    for change in ({"extra": 1}, {"start_char_idx": "0"}, {"start_char_idx": True},
+                   {"excluded_llm_metadata_keys": [1]}, {"relationships": {"9": {}}},
+                   {"relationships": {"1": {"node_id": 5}}}, {"text": None}):
+        assert li._text_node({**d, **change}) is None
