@@ -56,6 +56,44 @@ _KINDS = {"vectors": Filter.tags(_VEC), "items": Filter.tags(_ITEM),
           "bare": Filter.and_(Filter.tags(_ITEM), Filter.not_(Filter.tags(_VEC)))}
 
 
+# SearchItems of a search's results made by setting their slots, as
+# SearchItem(...) sets them from a tuple namespace, a str key, a dict value
+# and datetimes (its __init__ and Item's, two Python frames with keyword
+# arguments an item, are the larger part of an item's cost after a scan).
+# The check below compares the two at import; a langgraph whose SearchItem
+# it finds made differently gets the constructor.
+_ITEM_SLOTS = ("value", "key", "namespace", "created_at", "updated_at", "score")
+
+
+def _search_item_fast(namespace: Tuple[str, ...], key: str, value: Dict[str, Any],
+                      created: datetime, updated: datetime, score: Optional[float]) -> SearchItem:
+    it = object.__new__(SearchItem)
+    it.value, it.key, it.namespace = value, key, namespace
+    it.created_at, it.updated_at, it.score = created, updated, score
+    return it
+
+
+def _fast_items_agree() -> bool:
+    try:
+        stamp = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        for score in (0.5, None):
+            args = (("a", "b"), "k", {"v": [1]}, stamp, stamp, score)
+            made, fast = SearchItem(*args), _search_item_fast(*args)
+            if (type(made) is not type(fast) or made != fast
+                    or any(getattr(made, n) is not getattr(fast, n) for n in _ITEM_SLOTS
+                           if n != "namespace")
+                    or made.namespace != fast.namespace or type(made.namespace) is not tuple
+                    or set(SearchItem.__slots__) | set(Item.__slots__) != set(_ITEM_SLOTS)
+                    or hasattr(made, "__dict__")):
+                return False
+    except Exception:
+        return False
+    return True
+
+
+_FAST_ITEMS = _fast_items_agree()
+
+
 def _eq(name: str, v: Any) -> c.Cond:
     """value == v (Python's ==, on a stored value)."""
     if v is None:
@@ -215,7 +253,11 @@ class MnemoStore(BaseStore):
         created = datetime.fromisoformat(body["created_at"])
         updated = datetime.fromisoformat(body["updated_at"])
         if search:
-            return SearchItem(namespace=m.namespace, key=body["key"], value=body["value"],
+            ns, key, value = m.namespace, body["key"], body["value"]
+            if (_FAST_ITEMS and type(ns) is tuple and type(key) is str
+                    and type(value) is dict):
+                return _search_item_fast(ns, key, value, created, updated, score)
+            return SearchItem(namespace=ns, key=key, value=value,
                               created_at=created, updated_at=updated, score=score)
         return Item(value=body["value"], key=body["key"], namespace=m.namespace,
                     created_at=created, updated_at=updated)

@@ -253,7 +253,16 @@ class MnemoVectorStore(VectorStoreBase):
             return []
         plan = self._plans.find(c.filter_key(filters)) or self._plan(filters)
         hits = c.run_search(store, c.as_query(vectors), int(top_k), plan)
-        return [self._output(m, s) for _, s, m in hits]
+        # _output's steps in this frame: after the scan of a large store
+        # little of this code is in the caches, and each call adds misses.
+        pre, loads = self._prefix, c.loads
+        cut = len(pre)
+        out = []
+        for _, s, m in hits:
+            key = m.key
+            vid = key[cut:-2] if key.startswith(pre) and "\\" not in key else loads(key)[-1]
+            out.append(_output_data(vid, s, loads(m.payload)))
+        return out
 
     def _id_of(self, vector_id: Any) -> Optional[int]:
         found = self._backing.ids_of([self._key(vector_id)])[0]

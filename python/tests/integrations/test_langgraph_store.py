@@ -183,3 +183,21 @@ def test_graph_reads_and_writes_memories() -> None:
     assert out["recalled"] == []                                 # bob's namespace is empty
     assert store.list_namespaces(prefix=("memories",)) == [("memories", "alice")]
     assert len(out["messages"]) == 2 and len(graph.get_state(alice).values["messages"]) == 6
+
+
+def test_search_items_are_those_of_the_constructor() -> None:
+    """Search results made by setting SearchItem's slots are the items
+    SearchItem(...) makes (checked at import too)."""
+    from langgraph.store.base import SearchItem
+
+    from mnemo.integrations import langgraph as lg
+
+    assert lg._FAST_ITEMS
+    store = lg.MnemoStore(index=index())
+    store.put(("a", "b"), "k1", {"text": "green tea", "n": 1})
+    store.put(("a", "b"), "k2", {"text": "black coffee"}, index=False)
+    for item in store.search(("a",), query="tea", limit=5):
+        made = SearchItem(namespace=item.namespace, key=item.key, value=item.value,
+                          created_at=item.created_at, updated_at=item.updated_at,
+                          score=item.score)
+        assert item == made and item.dict() == made.dict() and type(item) is SearchItem
