@@ -298,6 +298,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated dims to keep (a quick subset)")
     ap.add_argument("--pairs", default="", help="nq:k pairs to keep, e.g. 1:10,1:100")
     ap.add_argument("--dtypes", default="", help="comma-separated storage dtypes to keep, e.g. f16,bf16")
+    ap.add_argument("--metrics", default="", help="comma-separated metrics to keep, e.g. cosine")
+    ap.add_argument("--stores", default="", help="comma-separated store sizes in MB to keep, e.g. 64,1024")
     args = ap.parse_args()
     todo = cells(args.part)
     if args.only:
@@ -309,6 +311,12 @@ def main() -> int:
     if args.dtypes:
         keep_t = set(args.dtypes.split(","))
         todo = [c for c in todo if c["dtype"] in keep_t]
+    if args.metrics:
+        keep_m = set(args.metrics.split(","))
+        todo = [c for c in todo if c["metric"] in keep_m]
+    if args.stores:
+        keep_s = {int(v) << 20 for v in args.stores.split(",")}
+        todo = [c for c in todo if c["store_bytes"] in keep_s]
     groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
     for c in todo:
         groups.setdefault((c["dim"], c["dtype"], c["metric"], c["store_bytes"]), []).append(c)

@@ -5,16 +5,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 namespace mnemo::cuda {
 
 // Chunks per query tile for kernels that run one block per SM: at least
-// min_waves waves, then the count whose last wave is fullest, each chunk 16
-// tiles of tile_rows or more so the thresholds settle before most of its
-// keys.
+// min_waves waves, then the count whose last wave is fullest, each chunk
+// min_tiles tiles of tile_rows or more so the thresholds settle before most
+// of its keys.
+// MNEMO_CHUNK_TILES sets that least count of tiles (for measuring).
+inline unsigned chunk_min_tiles(unsigned fallback) {
+  static const unsigned forced = [] {
+    const char* e = std::getenv("MNEMO_CHUNK_TILES");
+    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 0u;
+  }();
+  return forced ? forced : fallback;
+}
+
 inline unsigned fused_chunk_count(unsigned qtiles, uint32_t slots, uint32_t tile_rows, unsigned sm_count,
-                                  unsigned min_waves) {
-  const unsigned max_chunks = std::max(1u, (slots + 16 * tile_rows - 1) / (16 * tile_rows));
+                                  unsigned min_waves, unsigned min_tiles = 16) {
+  const uint32_t least = chunk_min_tiles(min_tiles) * tile_rows;
+  const unsigned max_chunks = std::max(1u, (slots + least - 1) / least);
   const unsigned first = std::min(max_chunks, std::max(1u, (min_waves * sm_count + qtiles - 1) / qtiles));
   unsigned best = first;
   double best_eff = 0.0;

@@ -606,7 +606,11 @@ unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
     const char* e = std::getenv("MNEMO_FUSED_WIDE_WAVES");
     return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
   }();
-  return fused_chunk_count(ceil_div(nq, kQueries), slots, kRows, sm_count, waves);
+  // Chunks of 4 tiles or more: a small store's batch at 16 left most SMs
+  // idle (64 MB, 100 queries, k = 10, kernel ms at 16 / 8 / 4 tiles: 384
+  // wide 0.284 / 0.177 / 0.179-0.191, 1536 wide 0.495 / 0.270 /
+  // 0.177-0.191; 1 GB stores have two waves of longer chunks either way).
+  return fused_chunk_count(ceil_div(nq, kQueries), slots, kRows, sm_count, waves, 4);
 }
 
 size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks) { return static_cast<size_t>(nq) * chunks * 32 * 4; }
