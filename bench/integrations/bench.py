@@ -35,8 +35,13 @@ LangChain stores.
 The machine is shared: each line records the load average and the CPU
 share other processes took during the measurement.
 
+With --paths N, each adapter's call is also timed both ways round by round,
+each after a sweep: its search and hits' records in one call of the
+extension, and Store.search then the records read (the extension's
+search_rows declined), beside Store.search alone.
+
 Usage: bench.py [--n 100000] [--dim 384] [--calls 200] [--pair-calls 100] [--threads 2]
-                [--out bench/results/integrations-cpu.jsonl]
+                [--paths 0] [--out bench/results/integrations-cpu.jsonl]
 (make bench-integrations runs it in the integrations' venv.)
 """
 
@@ -70,6 +75,10 @@ def parse() -> argparse.Namespace:
                     help="cold and warm pairs (adapter call, Store.search alone) per adapter")
     ap.add_argument("--sweep-mb", type=int, default=64,
                     help="memory read before each cold call of the pairs")
+    ap.add_argument("--paths", type=int, default=0,
+                    help="rounds of the path comparison: each adapter's call with its search and "
+                         "reads in one call of the extension, and with Store.search then the "
+                         "records read, each after a sweep (0: not run)")
     ap.add_argument("--out", default="bench/results/integrations-cpu.jsonl")
     ap.add_argument("--wait-quiet", type=float, default=120.0,
                     help="seconds to wait for the 1-minute load to fall below 1.5 first")
@@ -333,6 +342,62 @@ class Contender:
         return out
 
 
+class _SeparateReads:
+    """The extension with search_rows declining every call: the adapters
+    then search through Store.search and read the hits after it."""
+
+    def __init__(self, ext: Any) -> None:
+        self._ext = ext
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "search_rows":
+            return lambda *a: None
+        return getattr(self._ext, name)
+
+
+def measure_paths(cases: Sequence[Tuple[str, Any, Callable[[int], int], Any]], q: np.ndarray,
+                  k: int, rounds: int, sweep: Callable[[], Any]) -> Dict[str, Dict[str, float]]:
+    """Per adapter, median call times (us) after a sweep: with the one call
+    ("one_call"), with Store.search then the read ("separate"),
+    Store.search alone ("store_search") and the library's search alone
+    ("library_search"); the two paths in alternating order round by
+    round."""
+    from mnemo.integrations import _common as c
+    one, separate = c._ext, _SeparateReads(c._ext)
+    times: Dict[Tuple[str, str], List[float]] = {}
+    try:
+        for i in range(rounds):
+            for name, store, call, where in cases:
+                order = (("one_call", one), ("separate", separate))
+                for path, ext in (order if i % 2 == 0 else order[::-1]):
+                    c._ext = ext
+                    sweep()
+                    t = time.perf_counter()
+                    call(i)
+                    times.setdefault((name, path), []).append(time.perf_counter() - t)
+                c._ext = one
+                sweep()
+                t = time.perf_counter()
+                store.search(q[i % len(q)], k, where=where)
+                times.setdefault((name, "store_search"), []).append(time.perf_counter() - t)
+                # The same search in the library alone (timed in the
+                # extension, nothing read): Store.search's own Python work
+                # is the difference.
+                sweep()
+                n0, s0 = _fused_time()
+                one.search_rows(store.handle, q[i % len(q)], k, 0 if where is None else where.handle,
+                                store.dim, 0, c.Row)
+                n1, s1 = _fused_time()
+                if n1 == n0 + 1:
+                    times.setdefault((name, "library_search"), []).append(s1 - s0)
+    finally:
+        c._ext = one
+    return {name: {path: us(statistics.median(times[(name, path)]))
+                   for path in ("one_call", "separate", "store_search", "library_search")
+                   if (name, path) in times}
+            for name, _, _, _ in cases}
+
+
 def measure_peer(name: str, call: Callable[[int], int], calls: int, label: str,
                  extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     c_ = Contender(name, call, extra=extra)
@@ -567,6 +632,17 @@ def main() -> None:
             for i in range(args.pair_calls):
                 for c_ in contenders:
                     c_.run_pairs(i, q, k, sweep)
+        with Meter() as paths_m:
+            paths = measure_paths(cases(made), q, k, args.paths, sweep) if args.paths else {}
+        for name, got in paths.items():
+            emit({"op": "search-paths", "adapter": name, "filter": label, "rounds": args.paths,
+                  "sweep_mb": args.sweep_mb, **{f"{p}_median_us": v for p, v in got.items()},
+                  **paths_m.fields()})
+            print(f"  paths  {label:>7} {name:<12} one call {got['one_call']:6.0f} us, "
+                  f"Store.search then read {got['separate']:6.0f} us, Store.search alone "
+                  f"{got['store_search']:6.0f} us, its library search "
+                  f"{got.get('library_search', float('nan')):6.0f} us (each after a "
+                  f"{args.sweep_mb} MB sweep)", flush=True)
         mem_us = inmem.record(label)["median_us"]
         for c_ in peers + [inmem]:
             emit({"op": "search", **c_.record(label), **m.fields()})

@@ -106,8 +106,12 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
     out.append("")
     out.append(
         "Medians of the calls (200 per filter). \"Overhead in the call\": each call's time minus "
-        "the time of the Store.search calls made inside it (its store's search wrapped), call by "
-        "call, every contender and peer called in turn. \"A/B\": the median adapter call minus "
+        "the time of the searches made inside it, call by call, every contender and peer called "
+        "in turn: Store.search calls (its store's search wrapped), or, where the adapter searches "
+        "and reads its hits in one call of the compiled extension, the library's "
+        "mnemo_store_search alone, timed in the extension (Store.search's own Python work, "
+        "which that call does not do, then counts against the adapter). \"A/B\": the median "
+        "adapter call minus "
         "the median Store.search alone with the same query and filter, 100 pairs, both warm (the "
         "adapter called once untimed first, then each right after the other) or both cold (each "
         f"after a sweep over {first.get('sweep_mb', 64)} MB, as after other work). "
@@ -131,6 +135,26 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
                     f"{_ms(unf['Store.search (no filter)']['median_us'])} ms, the FAISS store "
                     f"{_ms(unf['FAISS (langchain-community)']['median_us'])} ms.")
     out.append("")
+    paths = [r for r in big if r["op"] == "search-paths"]
+    if paths:
+        out.append(f"The two ways an adapter can search, round by round in turn, each call after a "
+                   f"sweep over {paths[0]['sweep_mb']} MB ({paths[0]['rounds']} rounds, `--paths`): "
+                   "its search and its hits' keys and payloads in one call of the compiled "
+                   "extension (what the adapters do), and Store.search then the records read "
+                   "(that call declined), beside Store.search alone and the same search in the library "
+                   "alone (mnemo_store_search timed in the extension; the difference is Store.search's "
+                   "own Python work).")
+        out.append("")
+        out.append("| filter | adapter | one call, us | Store.search then the read, us "
+                   "| Store.search alone, us | its library search alone, us |")
+        out.append("|---|---|---|---|---|---|")
+        for flt in FILTERS:
+            for r in paths:
+                if r["filter"] == flt:
+                    out.append(f"| {flt} | {r['adapter']} | {r['one_call_median_us']:.0f} | "
+                               f"{r['separate_median_us']:.0f} | {r['store_search_median_us']:.0f} | "
+                               f"{r.get('library_search_median_us', float('nan')):.0f} |")
+        out.append("")
     out.append("| adds (vectors given, texts and metadata, batches of 10,000) | memories/s |")
     out.append("|---|---|")
     for a in ADAPTERS + ("Store.add", "InMemoryVectorStore", "FAISS (langchain-community)"):
