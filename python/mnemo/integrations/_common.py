@@ -573,9 +573,14 @@ def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
         where = plan.where
         if want_memories:
             # The search and the hits' records in one call of the extension
-            # (None: a query it does not take as it is).
-            hits = _ext.search_rows(store.handle, query, k, 0 if where is None else where.handle,
-                                    store.dim, fields, Row)
+            # (None: a query it does not take as it is). The handles read
+            # from the objects' fields (their properties, Python calls,
+            # only to build a filter's or raise for a closed store).
+            h = store._handle
+            fh = 0 if where is None else where._handle
+            hits = _ext.search_rows(h if h is not None else store.handle, query, k,
+                                    fh if fh is not None else where.handle,  # type: ignore[union-attr]
+                                    store._dim, fields, Row)
             if hits is not None:
                 return hits  # type: ignore[no-any-return]
         ids, scores = store.search(query, k, where=where)

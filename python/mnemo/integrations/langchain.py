@@ -301,13 +301,20 @@ class MnemoVectorStore(VectorStore):
             plan = self._plans.find(c.filter_key(filter))
         if plan is None:
             plan = self._plan(filter)
-        loads = c.loads
+        loads, made = c.loads, c.constructed
         ns = self._ns
         out = []
         for _, s, m in c.run_search(store, c.as_query(embedding), k, plan):
             body = loads(m.payload)
-            out.append((_document(m.key if ns is None else loads(m.key)[-1], body["text"],
-                                  body["metadata"]), s))
+            doc_id, text, meta = m.key if ns is None else loads(m.key)[-1], body["text"], \
+                body["metadata"]
+            if _CONSTRUCTED and type(text) is str and type(meta) is dict and type(doc_id) is str:
+                # _document's fast case, without its two calls a hit.
+                doc = made(Document, {"id": doc_id, "metadata": meta, "page_content": text,
+                                      "type": "Document"}, _FIELDS_SET)
+            else:
+                doc = _document(doc_id, text, meta)
+            out.append((doc, s))
         return out
 
     def similarity_search_by_vector(self, embedding: List[float], k: int = 4,
