@@ -197,8 +197,6 @@ _TEXT_KEYS = ("id_", "metadata", "excluded_embed_metadata_keys", "excluded_llm_m
               "relationships", "metadata_template", "metadata_separator", "text", "mimetype",
               "start_char_idx", "end_char_idx", "text_template", "class_name")
 _TEXT_SET = frozenset(_TEXT_KEYS[:-1])
-_TEXT_STRS = ("id_", "metadata_template", "metadata_separator", "text", "mimetype",
-              "text_template")
 _REL_KEYS = ("node_id", "node_type", "metadata", "hash", "class_name")
 _REL_SET = frozenset(_REL_KEYS[:-1])
 _RELATIONS = {r.value: r for r in NodeRelationship}
@@ -219,21 +217,18 @@ def _related(d: Any) -> Optional[RelatedNodeInfo]:
 
 def _text_node(d: Any) -> Optional[TextNode]:
     """The TextNode of its JSON dict, or None when not of the plain form."""
-    if type(d) is not dict or tuple(d) != _TEXT_KEYS or d["class_name"] != "TextNode":
+    if type(d) is not dict or tuple(d) != _TEXT_KEYS:
         return None
-    for name in _TEXT_STRS:
-        if type(d[name]) is not str:
-            return None
-    for name in ("start_char_idx", "end_char_idx"):
-        v = d[name]
-        if v is not None and type(v) is not int:
-            return None
-    for name in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
-        v = d[name]
-        if type(v) is not list or any(type(x) is not str for x in v):
-            return None
-    meta, rel = d["metadata"], d["relationships"]
-    if type(meta) is not dict or type(rel) is not dict:
+    (id_, meta, ex_embed, ex_llm, rel, m_tmpl, m_sep, text, mime, start, end, t_tmpl,
+     cls) = d.values()
+    if not (cls == "TextNode" and type(id_) is str and type(text) is str
+            and type(m_tmpl) is str and type(m_sep) is str and type(mime) is str
+            and type(t_tmpl) is str and type(meta) is dict and type(rel) is dict
+            and type(ex_embed) is list and type(ex_llm) is list
+            and (start is None or type(start) is int) and (end is None or type(end) is int)):
+        return None
+    if (ex_embed and any(type(x) is not str for x in ex_embed)) or \
+            (ex_llm and any(type(x) is not str for x in ex_llm)):
         return None
     relations: Dict[Any, Any] = {}
     for key, v in rel.items():
@@ -251,13 +246,10 @@ def _text_node(d: Any) -> Optional[TextNode]:
                 return None
             relations[kind] = one
     return c.constructed(TextNode, {
-        "id_": d["id_"], "embedding": None, "metadata": meta,
-        "excluded_embed_metadata_keys": d["excluded_embed_metadata_keys"],
-        "excluded_llm_metadata_keys": d["excluded_llm_metadata_keys"],
-        "relationships": relations, "metadata_template": d["metadata_template"],
-        "metadata_separator": d["metadata_separator"], "text": d["text"],
-        "mimetype": d["mimetype"], "start_char_idx": d["start_char_idx"],
-        "end_char_idx": d["end_char_idx"], "text_template": d["text_template"]}, _TEXT_SET)
+        "id_": id_, "embedding": None, "metadata": meta, "excluded_embed_metadata_keys": ex_embed,
+        "excluded_llm_metadata_keys": ex_llm, "relationships": relations,
+        "metadata_template": m_tmpl, "metadata_separator": m_sep, "text": text, "mimetype": mime,
+        "start_char_idx": start, "end_char_idx": end, "text_template": t_tmpl}, _TEXT_SET)
 
 
 def _same_model(a: Any, b: Any) -> bool:
