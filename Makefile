@@ -139,7 +139,7 @@ bench-ivf:
 bench-integrations: build
 	PYTHONPATH=python MNEMO_LIBRARY=$(CURDIR)/$(BUILD)/lib/libmnemo.so \
 	  $$(bash python/tests/integrations/venv.sh $(BUILD)) bench/integrations/bench.py \
-	  --threads $(BENCH_THREADS) --out bench/results/integrations-cpu.jsonl
+	  --threads $(BENCH_THREADS) --paths 60 --out bench/results/integrations-cpu.jsonl
 
 # libFuzzer targets (clang, ASan+UBSan) in the sanitized folder; `make fuzz`
 # runs each for FUZZ_SECONDS, FUZZ_JOBS at a time (one process a core), and

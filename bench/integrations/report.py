@@ -53,6 +53,8 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
     adds = {r["adapter"]: r for r in big if r["op"] == "add"}
     loads = [x for r in rows for x in r.get("load", [])]
     others = [r.get("others_cpu_share", 0.0) for r in rows]
+    paths_rows = [r for r in big if r["op"] == "search-paths"]
+    paths_arg = f" --paths {paths_rows[0]['rounds']}" if paths_rows else ""
     out = [f"## {TITLE}", ""]
     out.append(
         f"Figures from `bench/results/integrations-cpu.jsonl` ({first['cores']}-core "
@@ -60,7 +62,7 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
         + (f"libmnemo built {first['library_built']} (MD5 {first['library_md5'][:8]}), the tree at "
            f"{first['source']}" if first.get("library_md5") else f"libmnemo of {first['source']}")
         + f", {first['date']}; `make bench-integrations`, that is "
-        f"`bench/integrations/bench.py --threads {first['threads']}`). "
+        f"`bench/integrations/bench.py --threads {first['threads']}{paths_arg}`). "
         f"{first['n']:,} memories x {first['dim']} dims f32 (unit rows, cosine), each with a text "
         f"and four metadata fields; k = {first['k']}; query vectors given (embedding excluded); "
         "a filter on one field: a string matching 1% or 10% of the memories, an int matching 1%. "
@@ -135,7 +137,7 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
                     f"{_ms(unf['Store.search (no filter)']['median_us'])} ms, the FAISS store "
                     f"{_ms(unf['FAISS (langchain-community)']['median_us'])} ms.")
     out.append("")
-    paths = [r for r in big if r["op"] == "search-paths"]
+    paths = paths_rows
     if paths:
         out.append(f"The two ways an adapter can search, round by round in turn, each call after a "
                    f"sweep over {paths[0]['sweep_mb']} MB ({paths[0]['rounds']} rounds, `--paths`): "
