@@ -274,14 +274,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t first = lo + t * kRows;
     const uint32_t n = min(kRows, hi - first);
     // Other chunks' thresholds, loaded now and applied after the tile (the
-    // loads' latency hides behind its MMAs).
+    // loads' latency hides behind its MMAs). The emitting pass keeps its
+    // sampled bound (nothing raises it), so it loads none: every warp of
+    // every block reading the same words each tile queued on their L2
+    // lines (as in the short-row kernel).
     unsigned pub[kNT][2];
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
-        pub[j][e] = q < nq ? __ldcg(gth + q) : 0u;
+        pub[j][e] = !EMIT && q < nq ? __ldcg(gth + q) : 0u;
       }
     float acc[kMT][kNT][4];
 #pragma unroll
