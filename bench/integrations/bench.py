@@ -20,9 +20,8 @@ LlamaIndex MnemoVectorStore, mem0's "mnemo" provider):
   - pairs: the adapter's call and Store.search alone with the same query
     and filter, in the same state: cold (each after a sweep over
     --sweep-mb of memory, more than the caches hold, as after other work)
-    and warm (both made once untimed first, then each right after the
-    other, the order alternating pair by pair), the store's search not
-    wrapped; the A/B overhead is the median
+    and warm (the adapter's call made once untimed first, then each right
+    after the other), the store's search not wrapped; the A/B overhead is the median
     call minus the median Store.search, for each state;
   - LangChain's InMemoryVectorStore (filter: a Python function, its only
     kind) and its FAISS store (langchain-community, IndexFlatIP on the same
@@ -310,19 +309,13 @@ class Contender:
         t = time.perf_counter()
         self.timer.orig(query, k, where=self.where)
         self.cold_direct.append(time.perf_counter() - t)
-        # Warm: both calls made once untimed, then timed in turns of order
-        # (whichever runs first after other work pays more of it: see
-        # overhead_states.py).
         self.call(i)  # the adapter's own code and objects warm too
+        t = time.perf_counter()
+        self.call(i)
+        self.warm_total.append(time.perf_counter() - t)
+        t = time.perf_counter()
         self.timer.orig(query, k, where=self.where)
-        for first in ((0, 1) if i % 2 == 0 else (1, 0)):
-            t = time.perf_counter()
-            if first == 0:
-                self.call(i)
-                self.warm_total.append(time.perf_counter() - t)
-            else:
-                self.timer.orig(query, k, where=self.where)
-                self.warm_direct.append(time.perf_counter() - t)
+        self.warm_direct.append(time.perf_counter() - t)
 
     def record(self, label: str) -> Dict[str, Any]:
         out: Dict[str, Any] = {"adapter": self.name, "filter": label, "calls": len(self.total),
