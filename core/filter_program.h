@@ -73,8 +73,14 @@ struct ProgNode {
   uint8_t cmp = 0;  // attr_order: FilterOp's number (lt 3, le 4, gt 5, ge 6, between 9)
   uint32_t name = 0;
   uint32_t a = 0, n = 0;  // operands, or children for all_of / any_of
+  // tag_any / tag_all: operand j's posting list is leaf_lists[a + j]
+  // (kNoList: the store has none), so a backend may evaluate the node over
+  // whole sets of slots (bitmaps) instead of slot by slot.
+  uint32_t pad = 0;
   double lo = 0, hi = 0;
 };
+
+constexpr uint32_t kNoList = 0xffffffffu;
 
 // A driver part: a posting list of the columns, the program's own slots
 // (u32[a, a+n), ascending), or every slot.
@@ -91,6 +97,7 @@ struct FilterPrograms {
   std::vector<ProgNode> nodes;
   std::vector<uint32_t> node_at;  // [groups + 1]
   std::vector<uint32_t> u32;
+  std::vector<uint32_t> leaf_lists;  // parallel to u32 (kNoList where not a tag operand)
   std::vector<uint64_t> u64;
   std::vector<ProgValue> values;
   std::vector<DriverPart> parts;

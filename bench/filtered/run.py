@@ -597,18 +597,42 @@ def mnemo_version() -> str:
 
 
 def run_mnemo(b: Bench, backend: str, ivf: bool = False, callers: bool = False) -> None:
+    # Flat searches on the GPU in each --mnemo-precision (a store each, one
+    # after the other); FAST is recorded as its own setting with its recall.
+    precisions = [p for p in b.a.mnemo_precision.split(",") if p] if backend == "cuda" and not ivf else ["exact"]
+    for precision in precisions:
+        run_mnemo_one(b, backend, precision, ivf, callers)
+
+
+def run_mnemo_one(b: Bench, backend: str, precision: str, ivf: bool, callers: bool) -> None:
     peer = {"cpu": "mnemo", "cuda": "mnemo-cuda"}[backend] + ("-ivf" if ivf else "")
-    s = MnemoFiltered(b, backend, threads=1 if callers else 0)
+    s = MnemoFiltered(b, backend, precision=precision, threads=1 if callers else 0)
     try:
-        where = "CPU" if backend == "cpu" else "CUDA"
+        where = "CPU" if backend == "cpu" else "CUDA" if precision == "exact" else "CUDA FAST"
         if callers:
             s.run_callers(peer, f"mnemo {where} on one thread a call, where (ALL of the query's tags)",
                           version=mnemo_version())
             return
         batches = [int(v) for v in b.a.batches.split(",")]
         if not ivf:
-            s.run(peer, f"mnemo {where}, where_each (ALL of the query's tags)", batches, b.a.single,
-                  version=mnemo_version())
+            # --mnemo-env: the same store searched under each setting of the
+            # library's measuring knobs in turn (read at every call), e.g.
+            # "MNEMO_FILTER_DENSE=0;MNEMO_FILTER_DENSE=100".
+            envs = [e for e in b.a.mnemo_env.split(";") if e.strip()] or [""]
+            for i, env in enumerate(envs):
+                kv = dict(x.split("=", 1) for x in env.split(",") if "=" in x)
+                old = {key: os.environ.get(key) for key in kv}
+                os.environ.update(kv)
+                try:
+                    s.run(peer, f"mnemo {where}, where_each (ALL of the query's tags)", batches,
+                          b.a.single if i == 0 else 0, setting=precision + (f", {env}" if env else ""),
+                          version=mnemo_version())
+                finally:
+                    for key, v in old.items():
+                        if v is None:
+                            os.environ.pop(key, None)
+                        else:
+                            os.environ[key] = v
             return
         nlist = b.a.nlist or int(round(math.sqrt(b.n)))
         t0 = time.perf_counter()
@@ -831,6 +855,10 @@ def main() -> int:
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated, of: " + ", ".join(PEERS))
     ap.add_argument("--batches", default="1000", help="mnemo's batch sizes (queries a call)")
     ap.add_argument("--single", type=int, default=1000, help="queries timed one a call for mnemo (0: none)")
+    ap.add_argument("--mnemo-precision", default="exact",
+                    help="mnemo-cuda's runtime precisions, comma-separated (exact, fast): a store each")
+    ap.add_argument("--mnemo-env", default="",
+                    help="mnemo's flat searches once per setting of knobs: 'A=1,B=2;A=0' (';' between settings)")
     ap.add_argument("--numpy-batch", type=int, default=100)
     ap.add_argument("--gpu-batch", type=int, default=100, help="queries a call for cuVS and torch")
     ap.add_argument("--slow-nq", type=int, default=0, help="queries for numpy and faiss-flat (0: all)")

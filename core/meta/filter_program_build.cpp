@@ -102,6 +102,10 @@ class Compiler {
           std::sort(ids.begin(), ids.end());
           n.op = fn.op == FilterOp::any ? ProgOp::tag_any : ProgOp::tag_all;
           put32(n, ids);
+          for (size_t j = 0; j < ids.size(); ++j) {
+            const auto it = dir_.numbers.tag.find(ids[j]);
+            out_.leaf_lists[n.a + j] = it == dir_.numbers.tag.end() ? kNoList : it->second;
+          }
         }
         break;
       }
@@ -194,6 +198,7 @@ class Compiler {
         p.n = static_cast<uint32_t>(slots.size());
         p.size = slots.size();
         out_.u32.insert(out_.u32.end(), slots.begin(), slots.end());
+        out_.leaf_lists.resize(out_.u32.size(), kNoList);
         if (p.n) d.parts.push_back(p), d.size = p.size;
         return d;
       }
@@ -267,6 +272,7 @@ class Compiler {
     n.a = static_cast<uint32_t>(out_.u32.size());
     n.n = static_cast<uint32_t>(v.size());
     out_.u32.insert(out_.u32.end(), v.begin(), v.end());
+    out_.leaf_lists.resize(out_.u32.size(), kNoList);
   }
   void attribute(const FilterNode& fn, ProgNode& n) {
     n.name = s_.pool->find(fn.name);
@@ -363,6 +369,7 @@ bool append_program(const Filter* where, const Filter* each, const FilterScope& 
   if (peak > kProgramStack) {
     out.nodes.resize(nodes0);
     out.u32.resize(u320);
+    out.leaf_lists.resize(u320);
     out.u64.resize(u640);
     out.values.resize(values0);
     out.parts.resize(parts0);

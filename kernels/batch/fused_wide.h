@@ -29,9 +29,20 @@ size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks);
 // thresholds: [nq] words the chunks share their k-th keys through;
 // sample: fused_wide_sample_bytes(nq, chunks) of scratch. EXACT (fast =
 // false) chooses the candidates by split-TF32 keys (f32 rows).
+// mask (or null): each query's own filter (QueryMask), its column q of
+// the launch's nq.
 unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
-                                float* sample, bool fast, cudaStream_t st);
+                                float* sample, bool fast, cudaStream_t st, const QueryMask* mask = nullptr);
+
+// A filter per query as bits over the slots: slot x passes query q's
+// filter when bit x % 32 of words[(x / 32) * stride + q] is set (a word
+// row per 32 slots, the queries side by side, so a tile's words for its
+// queries lie together).
+struct QueryMask {
+  const uint32_t* words = nullptr;
+  uint64_t stride = 0;
+};
 
 // Long lists (kc > 32) over batches: the same kernel writes every key at or
 // above a bound from the sampling pass (at least kc rows reach it) to out as

@@ -130,12 +130,18 @@ __device__ __forceinline__ void warp_k_step(float (&acc)[kMT][kNT][4], const uin
 
 // EMIT: long lists (candidates to out; the dense pass where out.dense is
 // set), an instantiation of its own so the list kernel keeps its registers.
-template <class T, bool SPLIT, bool EMIT>
+// MASK: each query's own filter as bits over the slots (QueryMask); a key
+// whose bit is clear is NaN, so neither the lists nor the sampled bound
+// ever see a row outside the query's filter. An instantiation of its own:
+// the mask words held across the tile's MMAs cost the others nothing.
+template <class T, bool SPLIT, bool EMIT, bool MASK = false>
 __global__ void __launch_bounds__(kThreads, 1)
     fused_wide_kernel(StoreRef s, const float* __restrict__ qnorms, uint32_t nq, const float2* __restrict__ terms,
                       uint32_t kc, uint32_t chunk_slots, uint32_t chunk_rows, uint32_t slabs, Cand* __restrict__ cand,
                       uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample, WideCandidates out,
-                      const __grid_constant__ CUtensorMap rows, const __grid_constant__ CUtensorMap qmap) {
+                      const __grid_constant__ CUtensorMap rows, const __grid_constant__ CUtensorMap qmap,
+                      QueryMask mask) {
+  static_assert(!(MASK && EMIT), "masks serve the list kernel");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023);
@@ -286,6 +292,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
         pub[j][e] = !EMIT && q < nq ? __ldcg(gth + q) : 0u;
       }
+    // The mask word of each m-tile's 16 rows (one aligned 32-row word:
+    // tiles start at multiples of kRows) for each of the lane's queries,
+    // loaded now for the epilogue.
+    [[maybe_unused]] uint32_t mw[kMT][kNT][2];
+    if constexpr (MASK) {
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int j = 0; j < kNT; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
+            const uint64_t w = (first + tile_row(i, 0)) >> 5;
+            mw[i][j][e] = q < nq ? __ldg(mask.words + w * mask.stride + q) : 0u;
+          }
+    }
     float acc[kMT][kNT][4];
 #pragma unroll
     for (int i = 0; i < kMT; ++i)
@@ -357,6 +379,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int i = x / (kNT * 4), j = x / 4 % kNT, h = x / 2 % 2, e = x % 2;
       float& k = acc[i][j][2 * h + e];
       k = fmaf(k * qs[j][e], sa[i][h], sb[i][h]);
+      if constexpr (MASK) {
+        if (!((mw[i][j][e] >> (tile_row(i, h) & 31)) & 1u)) k = nan;
+      }
       any = any || k >= th[j][e];
     }
     if (EMIT && out.dense != nullptr) {
@@ -504,11 +529,12 @@ bool samples(uint32_t slots, uint32_t per) {
 template <class T, bool SPLIT>
 unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorms, const float2* terms, uint32_t nq,
                       uint32_t kc, unsigned chunks, Cand* cand, unsigned* gth, float* sample, const WideCandidates& out,
-                      cudaStream_t st) {
+                      const QueryMask* mask, cudaStream_t st) {
   const bool emit = out.count != nullptr;
   const uint32_t kl = emit ? 0 : kc;  // the shared-memory lists' length
   const WideLayout L(kl);
-  auto lists_kernel = fused_wide_kernel<T, SPLIT, false>;
+  const QueryMask qm = mask ? *mask : QueryMask{};
+  auto lists_kernel = mask ? fused_wide_kernel<T, SPLIT, false, true> : fused_wide_kernel<T, SPLIT, false>;
   auto kernel = emit ? fused_wide_kernel<T, SPLIT, true> : lists_kernel;
   // Set on every launch: the attribute belongs to each instantiation alone.
   for (auto* k : {lists_kernel, kernel})
@@ -525,7 +551,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
     // Blocks of query tiles without an overflowed query of the round leave
     // at once.
     kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
-                                            rows, qmap);
+                                            rows, qmap, qm);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
     return used;
   }
@@ -537,12 +563,12 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   // holds exactly.
   if (samples(s.slots, per)) {
     lists_kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, kRows, slabs, cand, stride, gth,
-                                                  sample, WideCandidates{}, rows, qmap);
+                                                  sample, WideCandidates{}, rows, qmap, qm);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (sampling)");
     launch_sample_bound(sample, used * 32, nq, kc, gth, st);
   }
   kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
-                                          rows, qmap);
+                                          rows, qmap, qm);
   MNEMO_CUDA_LAUNCHED("fused_wide_kernel");
   return used;
 }
@@ -630,10 +656,10 @@ uint32_t fused_wide_emit_cap(uint32_t slots, uint32_t kc, unsigned chunks) {
 
 unsigned launch_fused_wide_topk(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
                                 uint32_t nq, uint32_t kc, unsigned chunks, Cand* cand, unsigned* thresholds,
-                                float* sample, bool fast, cudaStream_t st) {
+                                float* sample, bool fast, cudaStream_t st, const QueryMask* mask) {
   MNEMO_CUDA_CHECK(cudaMemsetAsync(thresholds, 0, static_cast<size_t>(nq) * 4, st));
   return launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, cand, thresholds,
-                    sample, WideCandidates{}, st);
+                    sample, WideCandidates{}, mask, st);
 }
 
 void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float* qnorms, const void* terms, uint32_t nq,
@@ -644,14 +670,14 @@ void launch_fused_wide_emit(const StoreRef& s, const void* queries, const float*
   WideCandidates main = out;
   main.dense = nullptr;
   launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, sample,
-             main, st);
+             main, nullptr, st);
 }
 
 void launch_fused_wide_dense(const StoreRef& s, const void* queries, const float* qnorms, const void* terms,
                              uint32_t nq, uint32_t kc, unsigned chunks, unsigned* thresholds, const WideCandidates& out,
                              bool fast, cudaStream_t st) {
   launch_any(s, fast, queries, qnorms, static_cast<const float2*>(terms), nq, kc, chunks, nullptr, thresholds, nullptr,
-             out, st);
+             out, nullptr, st);
 }
 
 }  // namespace mnemo::cuda

@@ -67,6 +67,7 @@ struct ExecContext {
   DeviceBuffer work;
   DeviceBuffer work2;  // a second region for outputs that outlive a scratch phase
   DeviceBuffer io;     // inputs and outputs of one call (queries, results)
+  DeviceBuffer dense;  // a filtered batch's dense plan (bitmaps, masks, its queries)
   PinnedBuffer staging;
   DeviceBuffer checks;  // first-offending positions of device content checks
   PinnedBuffer checks_host;

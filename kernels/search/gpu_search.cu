@@ -150,7 +150,7 @@ bool act_terms_wanted(uint32_t slots) {
 
 void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const float* q, const float* qn, uint64_t nq,
                    uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
-                   float* d_scores) {
+                   float* d_scores, const QueryMask* mask) {
   StoreRef s = s0;
   const uint64_t ld = s.ld;
   const uint32_t slots = s.slots;
@@ -193,6 +193,9 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     else if (fused_wide_usable(slots, kc, s.dtype, ld, q_store, fast))
       fused = Fused::wide;
   }
+  // Per-query masks serve the long-row list kernel alone (the caller asks
+  // dense_mask_usable first).
+  if (mask && fused != Fused::wide) fail(Code::internal, "per-query masks without the long-row batch kernel");
   // Batches with longer lists over long rows: the long-row kernel writes
   // the candidates above a sampled bound, an exact selection takes kc of
   // them (its dense fallback needs a key row per query in the workspace).
@@ -410,8 +413,15 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
           used = launch_fused_short_topk(s, qm, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), sms, st);
           break;
         case Fused::wide:
-          used =
-              launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);
+          if (mask) {
+            QueryMask m = *mask;
+            m.words += q0;
+            used = launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast,
+                                          st, &m);
+          } else {
+            used =
+                launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);
+          }
           break;
         default: used = launch_fused_gemm_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, st);
       }
@@ -491,6 +501,17 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   }
   const uint32_t emit_k = static_cast<uint32_t>(std::min<uint64_t>(k, kc));
   launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, k_out, s.ids, s.metric, d_ids, d_scores, st);
+}
+
+bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast, const float* q) {
+  if (!fast || nq < kGemmMinQueries || s.slots == 0) return false;
+  const uint32_t kc = search_list_length(s.slots, k, true);
+  if (kc > static_cast<uint32_t>(kSmallKMax)) return false;
+  // device_search's choice before the long-row kernel, and the alignment of
+  // the 16-bit copy it would make (an arena region).
+  if (fused_short_usable(s.slots, kc, s.dtype, s.ld) || fused_gemm_wanted(kc, s.dtype, s.ld)) return false;
+  const void* q_store = s.dtype == DType::f32 ? static_cast<const void*>(q) : reinterpret_cast<const void*>(256);
+  return fused_wide_usable(s.slots, kc, s.dtype, s.ld, q_store, true);
 }
 
 uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore) {

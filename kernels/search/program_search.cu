@@ -7,6 +7,7 @@
 // crosses to the host is the programs (up) and one count per group (down,
 // for the grid of the scan), never a list of slots.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -17,6 +18,7 @@
 #include "device/arena.h"
 #include "device/cuda_backend.h"
 #include "device/device_store.h"
+#include "search/filter_dense.h"
 #include "search/list_scan.h"
 #include "search/search_kernels.h"
 
@@ -340,6 +342,40 @@ void CudaBackend::search_programs(const SearchArgs& a) {
          ds->ids(),
          ds->times(),
          ds->importance()};
+  // The dense plan (filter_dense.h) takes the groups of tag programs whose
+  // drivers hold at least 1 / MNEMO_FILTER_DENSE of the slots (30 unless
+  // set; 0 turns it off), where at least kDenseMinQueries queries have
+  // them and the long-row batch kernel serves the search (FAST, k <= 16).
+  // On the H200 (10M x 192 f16, the filtered track's 2,000 queries, one
+  // run): 36,683 queries/s at 30, 35,205 at 100, 28,950 at 1000, 14,396
+  // with the plan off. At 100 the dense pass took 27.7 ms for its 682
+  // queries (about 4 ms per pass of up to 112 queries over the store);
+  // without it the spans took 0.06 ns per driver slot and 0.26 ns per row
+  // read (1e-2 of the store: about 30 us a query).
+  // Their groups get no tiles here: the span scan pads their rows, which
+  // the dense pass then writes.
+  constexpr uint64_t kDenseMinQueries = 32;
+  const uint64_t dense_share = [] {
+    const char* e = std::getenv("MNEMO_FILTER_DENSE");
+    return e && *e ? std::strtoull(e, nullptr, 10) : 30ull;
+  }();
+  const bool fast = cfg_.precision == Precision::fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
+  std::vector<char> dense(G, 0);
+  std::vector<uint32_t> dense_queries;
+  if (dense_share > 0 &&
+      dense_mask_usable(s, std::max<uint64_t>(nq, kDenseMinQueries), k, fast, reinterpret_cast<const float*>(256))) {
+    for (uint32_t g = 0; g < G; ++g) {
+      uint64_t size = 0;
+      for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) size += F.parts[p].size;
+      dense[g] = size * dense_share >= v.slots && dense_program(F, g);
+    }
+    for (uint64_t q = 0; q < nq; ++q)
+      if (dense[F.group_of[q]]) dense_queries.push_back(static_cast<uint32_t>(q));
+    if (dense_queries.size() < kDenseMinQueries) {
+      std::fill(dense.begin(), dense.end(), 0);
+      dense_queries.clear();
+    }
+  }
   // Chunks of groups whose drivers hold at most kChunkSlots (a larger
   // group alone), each with its tiles.
   struct Chunk {
@@ -354,13 +390,15 @@ void CudaBackend::search_programs(const SearchArgs& a) {
     uint64_t q = 0;
     for (uint32_t g = 0; g < G; ++g) {
       uint64_t size = 0;
-      for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) size += F.parts[p].size;
+      if (!dense[g])
+        for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) size += F.parts[p].size;
       if (chunks.empty() || (chunks.back().driver + size > kChunkSlots && chunks.back().g1 > chunks.back().g0))
         chunks.push_back(Chunk{g, g, q, q, {}, {}, 0});
       Chunk& c = chunks.back();
       c.first.push_back(static_cast<uint32_t>(c.tiles.size()));
-      for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p)
-        for (uint64_t e = 0; e < F.parts[p].size; e += kTile) c.tiles.push_back(Tile{g, p, static_cast<uint32_t>(e)});
+      if (!dense[g])
+        for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p)
+          for (uint64_t e = 0; e < F.parts[p].size; e += kTile) c.tiles.push_back(Tile{g, p, static_cast<uint32_t>(e)});
       c.driver += size;
       c.g1 = g + 1;
       while (q < nq && F.group_of[q] == g) ++q;
@@ -473,7 +511,20 @@ void CudaBackend::search_programs(const SearchArgs& a) {
       for (uint64_t qq = c.q0; qq < c.q1; ++qq) rows += ext[F.group_of[qq] - c.g0].y;
     }
   }
+  float dense_ms = 0;
+  if (!dense_queries.empty()) {
+    if (trace) MNEMO_CUDA_CHECK(cudaEventRecord(ev[0], st));
+    const DenseColumns dc{C.list_at, C.lists};
+    dense_filter_search(*ctx, st, s, F, dc, dense_queries, io.q, io.qn, k, cfg_.workspace_bytes, sm_count_, io.ids,
+                        io.scores);
+    if (trace) {
+      MNEMO_CUDA_CHECK(cudaEventRecord(ev[1], st));
+      MNEMO_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+      MNEMO_CUDA_CHECK(cudaEventElapsedTime(&dense_ms, ev[0], ev[1]));
+    }
+  }
   if (trace) {
+    std::fprintf(stderr, "mnemo device filter, dense plan: %zu queries, %.3f ms\n", dense_queries.size(), dense_ms);
     for (auto& e : ev) MNEMO_CUDA_CHECK(cudaEventDestroy(e));
     std::fprintf(stderr,
                  "mnemo device filter: %llu queries, %llu groups, %zu chunks, %llu tiles, driver %llu slots, "

@@ -224,9 +224,15 @@ struct ExecContext;
 // padded) and their norms qn already on the device; writes d_ids / d_scores
 // [nq x k_out] where k_out >= min(k, L), L = search_list_length(slots, k,
 // false) <= slots, the columns past min(k, L) padded.
+// mask (or null): a filter per query (QueryMask, batch/fused_wide.h), for
+// FAST batches that take the long-row list kernel (dense_mask_usable).
+struct QueryMask;
 void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn, uint64_t nq,
                    uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
-                   float* d_scores);
+                   float* d_scores, const QueryMask* mask = nullptr);
+// Whether device_search takes a mask for nq queries of k over s with its
+// queries at q (device memory, zero padded rows of s.ld floats).
+bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast, const float* q);
 
 // The candidates of an inverted-file search for the paths that key every
 // slot (large k, normalised activation): query q's candidates are the slots

@@ -6,6 +6,9 @@
 // and activation ranking. Skips where no GPU is usable.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "../fields_check.h"
 
 namespace {
@@ -187,3 +190,66 @@ TEST_F(GpuFields, FiltersTooDeepForAProgramStayCorrect) {
 TEST_F(GpuFields, NumbersCompareExactlyOnTheDevice) { check_exact_numbers(rt_.get()); }
 
 }  // namespace
+
+// The dense plan (kernels/search/filter_dense.h): FAST batches whose tag
+// filters match a large share of the store read every row once, each key
+// masked by its own query's filter (set algebra over the tags' lists as
+// bitmaps). Forced on for every tag program here, and off, each query's
+// answer matches the model; programs with other leaves stay on the spans.
+NodeP random_tag_node(std::mt19937_64& g, int depth) {
+  const int pick = depth > 1 ? static_cast<int>(g() % 2) : static_cast<int>(g() % 6);
+  if (pick < 2) {
+    NodeP n = node_of(pick == 0 ? Node::tags_any : Node::tags_all);
+    const size_t c = g() % 3;
+    for (size_t i = 0; i < c; ++i) n->strs.push_back(g() % 9 ? kTags[g() % kTags.size()] : "unknown-tag");
+    return n;
+  }
+  NodeP n = node_of(pick == 2 ? Node::all : pick == 3 ? Node::any : Node::neg);
+  const size_t c = n->kind == Node::neg ? 1 : g() % 3;
+  for (size_t i = 0; i < c; ++i) n->kids.push_back(random_tag_node(g, depth + 1));
+  return n;
+}
+
+TEST_F(GpuFields, DensePlanMasksEachQuerysRows) {
+  mnemo_runtime_options ro = mnemo_runtime_options_default();
+  ro.backend = MNEMO_BACKEND_CUDA;
+  ro.precision = MNEMO_PRECISION_FAST;
+  mt::RuntimePtr fast = mt::make_runtime(ro);
+  ASSERT_TRUE(fast);
+  auto g = mt::rng_for_test();
+  for (const uint64_t dim : {64u, 37u, 200u}) {
+    Fixture fx = make_fixture(g, 2500 + g() % 1000, dim, fast.get());
+    // Dense for every tag program, in chunks of 16 queries (each chunk
+    // with its own masks and uploads), in whole chunks, and off.
+    for (const char* share : {"1000000", "1000000", "0"}) {
+      ASSERT_EQ(setenv("MNEMO_FILTER_DENSE", share, 1), 0);
+      if (std::string(share) != "0" && !getenv("MNEMO_DENSE_CHUNK"))
+        ASSERT_EQ(setenv("MNEMO_DENSE_CHUNK", "16", 1), 0);
+      else
+        ASSERT_EQ(unsetenv("MNEMO_DENSE_CHUNK"), 0);
+      const uint64_t nq = 40 + g() % 90;
+      std::vector<NodeP> nodes;
+      std::vector<std::unique_ptr<FilterPtr>> filters;
+      std::vector<const mnemo_filter*> each;
+      std::vector<const Node*> per_query;
+      for (uint64_t j = 0; j < nq; ++j) {
+        if (j > 0 && g() % 4 == 0) {  // the query before's filter
+          each.push_back(each.back());
+          per_query.push_back(per_query.back());
+          continue;
+        }
+        // Now and then a leaf the masks do not take (the query goes to the
+        // spans beside the dense ones).
+        nodes.push_back(g() % 8 ? random_tag_node(g, 0) : random_node(g, fx.mems, 1));
+        filters.push_back(std::make_unique<FilterPtr>(*nodes.back()));
+        each.push_back(filters.back()->f);
+        per_query.push_back(nodes.back().get());
+      }
+      mnemo_search_options o = mnemo_search_options_default();
+      o.where_each = each.data();
+      check_search(fx, per_query, o, 1 + g() % 16, g);
+    }
+  }
+  unsetenv("MNEMO_FILTER_DENSE");
+  unsetenv("MNEMO_DENSE_CHUNK");
+}
