@@ -501,6 +501,24 @@ class MnemoFiltered:
         self.check(self.lib.mnemo_filter_tags(f, MNEMO_OP_ALL, arr, len(tags), None), "mnemo_filter_tags")
         return f.value
 
+    def filters_of(self, a0: int, a1: int) -> List[int]:
+        """New filters for queries a0..a1 (ALL of each one's tags), as a C
+        caller makes them: the tags' name pointers of the whole range in
+        one array, two calls a query (the caller destroys them)."""
+        qt = self.b.qtags[a0:a1]
+        ptrs = self.mnemo.aligned_empty(qt.shape, np.uint64)
+        ptrs[:] = (self.names_at + self.tag_off[np.maximum(qt, 0)]).astype(np.uint64)
+        counts = (qt >= 0).sum(axis=1).tolist()
+        base, row = ptrs.ctypes.data, ptrs.strides[0]
+        create, tags, check = self.lib.mnemo_filter_create, self.lib.mnemo_filter_tags, self.check
+        out = []
+        for j, c in enumerate(counts):
+            f = ctypes.c_void_p()
+            check(create(ctypes.byref(f)), "mnemo_filter_create")
+            out.append(f.value)
+            check(tags(f, MNEMO_OP_ALL, base + j * row, c, None), "mnemo_filter_tags")
+        return out
+
     def search(self, a0: int, a1: int, nprobe: int = 0) -> np.ndarray:
         """Queries a0..a1 in one call, one filter each (where_each; where
         for one query). Filters are built and destroyed inside."""
@@ -513,7 +531,7 @@ class MnemoFiltered:
             q = q2
         ids = m.aligned_empty((nb, b.k), np.uint64)
         scores = m.aligned_empty((nb, b.k), np.float32)
-        filters = [self.filter_of(j) for j in range(a0, a1)]
+        filters = self.filters_of(a0, a1)
         try:
             opts = self.lib.mnemo_search_options_default()
             opts.nprobe = nprobe

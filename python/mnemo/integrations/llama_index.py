@@ -292,6 +292,39 @@ def _fast_nodes_agree() -> bool:
 
 _FAST_NODES = _fast_nodes_agree()
 
+_NO_EMBEDDING = {"embedding"}
+
+
+def _payload(node: BaseNode) -> Any:
+    """A node's payload: the JSON of node.model_dump_json without the
+    embedding, as the UTF-8 bytes the store keeps. The serializer's bytes
+    are taken as they come where the node's class does not override
+    model_dump_json (model_dump_json decodes them to a str, which the store
+    would encode again: 1-2 us a node of an add); _FAST_PAYLOADS checks
+    both give the same bytes."""
+    if _FAST_PAYLOADS and type(node).model_dump_json is _PLAIN_DUMP:
+        return node.__pydantic_serializer__.to_json(node, exclude=_NO_EMBEDDING)
+    return node.model_dump_json(exclude=_NO_EMBEDDING)
+
+
+_PLAIN_DUMP = TextNode.model_dump_json
+
+
+def _fast_payloads_agree() -> bool:
+    """Whether the serializer's bytes are model_dump_json's, encoded."""
+    try:
+        samples = [TextNode(id_="a", text="t\u00e9\u4e2d\"\n", metadata={"m": {"n": [1, 2.5, None]}},
+                            embedding=[0.5, 1.0]),
+                   TextNode(id_="b", text="", start_char_idx=3, end_char_idx=9,
+                            relationships={NodeRelationship.NEXT: RelatedNodeInfo(node_id="n")})]
+        return all(n.__pydantic_serializer__.to_json(n, exclude=_NO_EMBEDDING)
+                   == n.model_dump_json(exclude=_NO_EMBEDDING).encode() for n in samples)
+    except Exception:
+        return False
+
+
+_FAST_PAYLOADS = _fast_payloads_agree()
+
 
 def _load_node(payload: bytes) -> BaseNode:
     # The class name found in the bytes, and the JSON parsed from them (no
@@ -350,7 +383,7 @@ class MnemoVectorStore(BasePydanticVectorStore):
             return []
         vectors = c.as_matrix([n.get_embedding() for n in nodes], len(nodes))
         keys = [n.node_id for n in nodes]
-        payloads = [n.model_dump_json(exclude={"embedding"}) for n in nodes]
+        payloads = [_payload(n) for n in nodes]
         attrs, tags = _project_nodes(nodes)
         store = self._backing.ensure(vectors.shape[1])
         with self._backing.lock:
