@@ -22,6 +22,29 @@ mnemo_store_statistics stats_of(const Fixture& fx) {
   return st;
 }
 
+// A filter per query for nq queries (where_each): a new one from make(),
+// or, one time in `repeat`, the query before's.
+struct EachFilter {
+  template <class Make>
+  EachFilter(std::mt19937_64& g, uint64_t nq, uint64_t repeat, Make make) {
+    for (uint64_t j = 0; j < nq; ++j) {
+      if (j > 0 && g() % repeat == 0) {
+        each.push_back(each.back());
+        per_query.push_back(per_query.back());
+        continue;
+      }
+      nodes.push_back(make());
+      filters.push_back(std::make_unique<FilterPtr>(*nodes.back()));
+      each.push_back(filters.back()->f);
+      per_query.push_back(nodes.back().get());
+    }
+  }
+  std::vector<NodeP> nodes;
+  std::vector<std::unique_ptr<FilterPtr>> filters;
+  std::vector<const mnemo_filter*> each;
+  std::vector<const Node*> per_query;
+};
+
 class GpuFields : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,25 +73,10 @@ TEST_F(GpuFields, EachQueryItsOwnFilter) {
   auto g = mt::rng_for_test();
   Fixture fx = make_fixture(g, 2000, 20, rt_.get());
   for (int t = 0; t < 8; ++t) {
-    const uint64_t nq = 1 + g() % 40;
-    std::vector<NodeP> nodes;
-    std::vector<std::unique_ptr<FilterPtr>> filters;
-    std::vector<const mnemo_filter*> each;
-    std::vector<const Node*> per_query;
-    for (uint64_t j = 0; j < nq; ++j) {
-      if (j > 0 && g() % 3 == 0) {  // the same filter as the query before
-        each.push_back(each.back());
-        per_query.push_back(per_query.back());
-        continue;
-      }
-      nodes.push_back(random_node(g, fx.mems, 1));
-      filters.push_back(std::make_unique<FilterPtr>(*nodes.back()));
-      each.push_back(filters.back()->f);
-      per_query.push_back(nodes.back().get());
-    }
+    const EachFilter e(g, 1 + g() % 40, 3, [&] { return random_node(g, fx.mems, 1); });
     mnemo_search_options o = mnemo_search_options_default();
-    o.where_each = each.data();
-    check_search(fx, per_query, o, 1 + g() % 100, g);
+    o.where_each = e.each.data();
+    check_search(fx, e.per_query, o, 1 + g() % 100, g);
   }
 }
 
@@ -227,27 +235,13 @@ TEST_F(GpuFields, DensePlanMasksEachQuerysRows) {
         ASSERT_EQ(setenv("MNEMO_DENSE_CHUNK", "16", 1), 0);
       else
         ASSERT_EQ(unsetenv("MNEMO_DENSE_CHUNK"), 0);
-      const uint64_t nq = 40 + g() % 90;
-      std::vector<NodeP> nodes;
-      std::vector<std::unique_ptr<FilterPtr>> filters;
-      std::vector<const mnemo_filter*> each;
-      std::vector<const Node*> per_query;
-      for (uint64_t j = 0; j < nq; ++j) {
-        if (j > 0 && g() % 4 == 0) {  // the query before's filter
-          each.push_back(each.back());
-          per_query.push_back(per_query.back());
-          continue;
-        }
-        // Now and then a leaf the masks do not take (the query goes to the
-        // spans beside the dense ones).
-        nodes.push_back(g() % 8 ? random_tag_node(g, 0) : random_node(g, fx.mems, 1));
-        filters.push_back(std::make_unique<FilterPtr>(*nodes.back()));
-        each.push_back(filters.back()->f);
-        per_query.push_back(nodes.back().get());
-      }
+      // Now and then a leaf the masks do not take (the query goes to the
+      // spans beside the dense ones).
+      const EachFilter e(g, 40 + g() % 90, 4,
+                         [&] { return g() % 8 ? random_tag_node(g, 0) : random_node(g, fx.mems, 1); });
       mnemo_search_options o = mnemo_search_options_default();
-      o.where_each = each.data();
-      check_search(fx, per_query, o, 1 + g() % 16, g);
+      o.where_each = e.each.data();
+      check_search(fx, e.per_query, o, 1 + g() % 16, g);
     }
   }
   unsetenv("MNEMO_FILTER_DENSE");
