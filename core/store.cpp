@@ -92,7 +92,7 @@ void Store::add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t co
   if (count == 0) return;
   auto lock = write_lock();
   if (!fields) return add_locked(ids, vectors, vdt, count, true, times, importance);
-  const auto w = resolve_fields(ids, fields, count);
+  auto w = resolve_fields(ids, fields, count);
   add_locked(ids, vectors, vdt, count, true, times, importance, nullptr, 0, w.data(), fields);
   note_keys_locked(ids, w);
 }
@@ -119,8 +119,8 @@ void journal_add(Journal& j, const uint64_t* ids, const void* vectors, DType vdt
 }  // namespace
 
 void Store::add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
-                       const double* times, const float* importance, const uint64_t* pick, int team,
-                       const FieldWrite* fields, const FieldsIn* given) {
+                       const double* times, const float* importance, const uint64_t* pick, int team, FieldWrite* fields,
+                       const FieldsIn* given) {
   if (track_dirty_) dirty_.insert(ids, ids + count);
   if (!shards_.empty()) {
     if (journal && journal_) journal_add(*journal_, ids, vectors, vdt, count, dim_, times, importance, given);
@@ -794,7 +794,7 @@ void Store::apply(const JournalRecord& r) {
       std::vector<FieldsIn> given(r.count);
       for (uint64_t i = 0; i < r.count; ++i) given[i] = decode_fields(data, r.data_bytes, at);
       if (at != r.data_bytes) fail(Code::corrupt, "an add record holds bytes after its fields");
-      const auto w = resolve_fields(r.ids, given.data(), r.count);
+      auto w = resolve_fields(r.ids, given.data(), r.count);
       add_locked(r.ids, rows, dtype_, r.count, false, tp, ip, nullptr, 0, w.data(), given.data());
       note_keys_locked(r.ids, w);
       break;
@@ -807,7 +807,7 @@ void Store::apply(const JournalRecord& r) {
       for (uint64_t i = 0; i < r.count; ++i)
         if (shards_.empty() ? !slot_of_.count(r.ids[i]) : owner_of(r.ids[i]) == shards_.size())
           fail(Code::corrupt, "a fields record names a memory the store does not hold");
-      const auto w = resolve_fields(r.ids, given.data(), r.count);
+      auto w = resolve_fields(r.ids, given.data(), r.count);
       set_fields_locked(r.ids, w, false, given.data());
       break;
     }

@@ -247,7 +247,7 @@ class Store {
   // The record of `id` in this store or its owning shard, or null.
   const Record* record_of(uint64_t id) const;
   // Slot `slot` takes `w` (postings follow).
-  void write_fields_locked(uint64_t slot, const FieldWrite& w);
+  void write_fields_locked(uint64_t slot, FieldWrite& w);
   // Drops slot's record (postings follow).
   void drop_fields_locked(uint64_t slot);
   // Rebuilds the postings after slots were renumbered.
@@ -272,7 +272,7 @@ class Store {
   uint32_t filter_probes(const float* queries, uint64_t nq, uint64_t k, const uint64_t* words, uint32_t nprobe) const;
   void search_where(const float* queries, uint64_t nq, uint64_t k, const SearchFilter& filter, const RankOptions& rank,
                     uint64_t* out_ids, float* out_scores, const Placement& place) const;
-  void set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal, const FieldsIn* given);
+  void set_fields_locked(const uint64_t* ids, std::vector<FieldWrite>& w, bool journal, const FieldsIn* given);
   StoreView view() const;
   StoreContents contents_locked() const;
   // The fields of the memory at `slot` appended to `out` in fields_codec
@@ -312,7 +312,7 @@ class Store {
   // The sharded forms of the calls above (store_shards.cpp), under the
   // parent's lock; the parent's journal records each write once.
   void sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
-                   const float* importance, const FieldWrite* fields);
+                   const float* importance, FieldWrite* fields);
   uint64_t sharded_remove(const uint64_t* ids, uint64_t count);
   // One per-memory field of `bytes` per entry at `values`, routed to the owners.
   void sharded_set_field(const uint64_t* ids, const void* values, size_t bytes, const uint64_t* owners, uint64_t count,
@@ -326,7 +326,7 @@ class Store {
   // the rows (0: the runtime's thread count).
   void add_locked(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, bool journal,
                   const double* times = nullptr, const float* importance = nullptr, const uint64_t* pick = nullptr,
-                  int team = 0, const FieldWrite* fields = nullptr, const FieldsIn* given = nullptr);
+                  int team = 0, FieldWrite* fields = nullptr, const FieldsIn* given = nullptr);
   uint64_t remove_locked(const uint64_t* ids, uint64_t count, bool journal);
   // Sets one per-memory field: JournalOp::set_bias (f32), set_times (f64)
   // or set_importance (f32).

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "bit_count.h"
@@ -24,14 +26,21 @@ namespace mnemo {
 std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t count) {
   FieldTables& t = *tables_;
   std::vector<FieldWrite> out(count);
-  std::unordered_map<std::string, uint64_t> claimed;
   // A repeated id takes its last entry alone: the earlier ones write
-  // nothing (and claim no key).
-  std::unordered_map<uint64_t, uint64_t> last;
-  last.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) last[ids[i]] = i;
+  // nothing (and claim no key). Found by sorting (id, entry) pairs: one
+  // allocation, where a map took one per memory.
+  std::vector<std::pair<uint64_t, uint64_t>> by_id(count);
+  for (uint64_t i = 0; i < count; ++i) by_id[i] = {ids[i], i};
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<char> last(count, 0);
+  for (uint64_t j = 0; j < count; ++j)
+    if (j + 1 == count || by_id[j + 1].first != by_id[j].first) last[by_id[j].second] = 1;
+  // Keys this call gives, viewed where the caller holds them.
+  std::unordered_map<std::string_view, uint64_t> claimed;
+  claimed.reserve(count);
+  std::vector<std::pair<uint32_t, Value>> attrs;
   for (uint64_t i = 0; i < count; ++i) {
-    if (last[ids[i]] != i) continue;
+    if (!last[i]) continue;
     const FieldsIn& f = fields[i];
     FieldWrite& w = out[i];
     w.set = f.set;
@@ -41,7 +50,7 @@ std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsI
       if (it != t.key_ids.end() && it->second != ids[i])
         fail(Code::invalid_argument,
              "fields[" + std::to_string(i) + "].key '" + f.key + "' is held by memory " + std::to_string(it->second));
-      const auto [c, fresh] = claimed.emplace(f.key, ids[i]);
+      const auto [c, fresh] = claimed.emplace(std::string_view(f.key), ids[i]);
       if (!fresh && c->second != ids[i])
         fail(Code::invalid_argument, "fields[" + std::to_string(i) + "].key '" + f.key + "' is also given to id " +
                                          std::to_string(c->second) + " in this call");
@@ -58,16 +67,21 @@ std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsI
       w.rec.tags.erase(std::unique(w.rec.tags.begin(), w.rec.tags.end()), w.rec.tags.end());
     }
     if (f.set & kFieldAttributes) {
-      std::map<uint32_t, Value> by_name;  // a name given twice keeps its last value
+      // By name, a name given twice keeping its last value (a stable sort,
+      // then the last of each run).
+      attrs.clear();
       for (const auto& [name, v] : f.attrs) {
         Value x;
         x.type = v.type;
         x.i = v.i;
         x.d = v.d;
         if (v.type == ValueType::str) x.s = t.pool.intern(v.s);
-        by_name[t.pool.intern(name)] = x;
+        attrs.emplace_back(t.pool.intern(name), x);
       }
-      w.rec.attrs.assign(by_name.begin(), by_name.end());
+      std::stable_sort(attrs.begin(), attrs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      w.rec.attrs.reserve(attrs.size());
+      for (size_t j = 0; j < attrs.size(); ++j)
+        if (j + 1 == attrs.size() || attrs[j + 1].first != attrs[j].first) w.rec.attrs.push_back(attrs[j]);
     }
     if (f.set & kFieldPayload) w.rec.payload = f.payload;
   }
@@ -75,16 +89,17 @@ std::vector<FieldWrite> Store::resolve_fields(const uint64_t* ids, const FieldsI
 }
 
 void Store::note_keys_locked(const uint64_t* ids, const std::vector<FieldWrite>& w) {
+  // resolve_fields leaves a repeated id's earlier entries without fields,
+  // so each id is named once here: old keys out first (a key may move to
+  // another memory of this call), then the new ones in.
   auto& keys = tables_->key_ids;
-  std::unordered_map<uint64_t, size_t> last;  // a repeated id: its last entry is what it holds
-  for (size_t i = 0; i < w.size(); ++i)
-    if (w[i].set & kFieldKey) last[ids[i]] = i;
-  for (const auto& [id, i] : last) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!(w[i].set & kFieldKey)) continue;
     auto it = keys.find(w[i].old_key);
-    if (it != keys.end() && it->second == id) keys.erase(it);
+    if (it != keys.end() && it->second == ids[i]) keys.erase(it);
   }
-  for (const auto& [id, i] : last)
-    if (!w[i].rec.key.empty()) keys[w[i].rec.key] = id;
+  for (size_t i = 0; i < w.size(); ++i)
+    if ((w[i].set & kFieldKey) && !w[i].rec.key.empty()) keys[w[i].rec.key] = ids[i];
 }
 
 const Record* Store::record_of(uint64_t id) const {
@@ -96,7 +111,7 @@ const Record* Store::record_of(uint64_t id) const {
   return e && e->second < recs_.size() ? recs_[e->second].get() : nullptr;
 }
 
-void Store::write_fields_locked(uint64_t slot, const FieldWrite& w) {
+void Store::write_fields_locked(uint64_t slot, FieldWrite& w) {
   if (w.set == 0) return;
   auto& r = recs_[slot];
   const auto s32 = static_cast<uint32_t>(slot);
@@ -104,11 +119,13 @@ void Store::write_fields_locked(uint64_t slot, const FieldWrite& w) {
     postings_.remove(s32, *r);
   else
     r = std::make_unique<Record>();
+  // Each write is used once: its tags, attributes and payload move into
+  // the record (the key stays: note_keys_locked reads it after).
   if (w.set & kFieldKey) r->key = w.rec.key;
   if (w.set & kFieldNamespace) r->ns = w.rec.ns;
-  if (w.set & kFieldTags) r->tags = w.rec.tags;
-  if (w.set & kFieldAttributes) r->attrs = w.rec.attrs;
-  if (w.set & kFieldPayload) r->payload = w.rec.payload;
+  if (w.set & kFieldTags) r->tags = std::move(w.rec.tags);
+  if (w.set & kFieldAttributes) r->attrs = std::move(w.rec.attrs);
+  if (w.set & kFieldPayload) r->payload = std::move(w.rec.payload);
   if (r->empty())
     r.reset();
   else
@@ -147,12 +164,11 @@ void Store::update_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t 
     if (!record_of(ids[i]) && (shards_.empty() ? !slot_of_.count(ids[i]) : owner_of(ids[i]) == shards_.size()))
       fail(Code::not_found, "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is not in the store");
   if (count == 0) return;
-  const auto w = resolve_fields(ids, fields, count);
+  auto w = resolve_fields(ids, fields, count);
   set_fields_locked(ids, w, true, fields);
 }
 
-void Store::set_fields_locked(const uint64_t* ids, const std::vector<FieldWrite>& w, bool journal,
-                              const FieldsIn* given) {
+void Store::set_fields_locked(const uint64_t* ids, std::vector<FieldWrite>& w, bool journal, const FieldsIn* given) {
   if (journal && journal_) {
     std::string blob;
     for (uint64_t i = 0; i < w.size(); ++i) encode_fields(given[i], blob);

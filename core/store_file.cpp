@@ -645,7 +645,8 @@ void Store::load_fields(const uint64_t* ids, const FieldsIn* fields, uint64_t co
     claimed.emplace(key, id);
   }
   if (count == 0) return;
-  set_fields_locked(ids, resolve_fields(ids, fields, count), false, fields);
+  auto w = resolve_fields(ids, fields, count);
+  set_fields_locked(ids, w, false, fields);
 }
 
 }  // namespace mnemo

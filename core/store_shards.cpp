@@ -65,7 +65,7 @@ size_t Store::owner_of(uint64_t id) const {
 }
 
 void Store::sharded_add(const uint64_t* ids, const void* vectors, DType vdt, uint64_t count, const double* times,
-                        const float* importance, const FieldWrite* fields) {
+                        const float* importance, FieldWrite* fields) {
   const size_t n = shards_.size();
   // Route: existing ids to their shard, new ones to the least-filled shard
   // (counting what this call already sent there); a repeated id follows its

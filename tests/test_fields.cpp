@@ -367,6 +367,42 @@ TEST(Fields, BadFieldsAndFiltersAreRefusedWithoutChange) {
   f[0].attribute_count = 1;
   EXPECT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, nullptr, nullptr, f),
             MNEMO_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mnemo_last_error()).find("fields[0].attributes[0].value is a DOUBLE that is NaN"),
+            std::string::npos)
+      << mnemo_last_error();
+  // Each refusal names the field: a NULL name, a string value too long,
+  // a NULL tag among several.
+  mnemo_attribute two[2] = {};
+  two[0].name = "ok";
+  two[0].value.type = MNEMO_VALUE_INT;
+  two[1].name = nullptr;
+  two[1].value.type = MNEMO_VALUE_INT;
+  f[0].set = f[1].set = MNEMO_FIELD_ATTRIBUTES;
+  f[0].attributes = f[1].attributes = two;
+  f[0].attribute_count = f[1].attribute_count = 2;
+  EXPECT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, nullptr, nullptr, f),
+            MNEMO_E_NULL_POINTER);
+  EXPECT_NE(std::string(mnemo_last_error()).find("fields[0].attributes[1].name is NULL"), std::string::npos)
+      << mnemo_last_error();
+  const std::string longer(MNEMO_MAX_NAME_BYTES + 1, 'a');
+  two[1].name = "long";
+  two[1].value.type = MNEMO_VALUE_STRING;
+  two[1].value.s = longer.c_str();
+  EXPECT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, nullptr, nullptr, f),
+            MNEMO_E_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mnemo_last_error()).find("fields[0].attributes[1].value.s is longer than"), std::string::npos)
+      << mnemo_last_error();
+  const char* tags_with_null[] = {"a", nullptr};
+  f[0].set = 0;
+  f[1].set = MNEMO_FIELD_TAGS;
+  f[1].tags = tags_with_null;
+  f[1].tag_count = 2;
+  EXPECT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, nullptr, nullptr, f),
+            MNEMO_E_NULL_POINTER);
+  EXPECT_NE(std::string(mnemo_last_error()).find("fields[1].tags[1] is NULL"), std::string::npos) << mnemo_last_error();
+  f[0].set = MNEMO_FIELD_ATTRIBUTES;
+  f[0].attributes = &nan_attr;
+  f[0].attribute_count = 1;
   f[0].struct_size = 8;
   EXPECT_EQ(mnemo_store_add_with_fields(s.get(), ids.data(), v.data(), MNEMO_DTYPE_F32, 2, nullptr, nullptr, f),
             MNEMO_E_INVALID_ARGUMENT);

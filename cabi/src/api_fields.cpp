@@ -21,19 +21,54 @@ namespace {
 // header. A larger one from a newer header is read up to what is known.
 constexpr uint32_t kFieldsV1 = sizeof(mnemo_memory_fields);
 
-std::string c_string(const char* s, uint64_t limit, const std::string& what) {
-  if (!s) fail(Code::null_pointer, what + " is NULL");
+// `what` names the argument in a failure's message: a callable returning
+// it, made only when a check fails (a write of many memories checks every
+// name of every attribute, and building the names took several
+// allocations a memory).
+template <class What>
+std::string c_string(const char* s, uint64_t limit, const What& what) {
+  if (!s) fail(Code::null_pointer, what() + " is NULL");
   const size_t n = strnlen(s, limit + 1);
-  if (n > limit) fail(Code::invalid_argument, what + " is longer than " + std::to_string(limit) + " bytes");
+  if (n > limit) fail(Code::invalid_argument, what() + " is longer than " + std::to_string(limit) + " bytes");
   return std::string(s, n);
 }
 
-std::vector<std::string> c_strings(const char* const* v, uint64_t n, uint64_t limit, const std::string& what) {
-  if (n > 0 && !v) fail(Code::null_pointer, what + " is NULL with a count of " + std::to_string(n));
+template <class What>
+std::vector<std::string> c_strings(const char* const* v, uint64_t n, uint64_t limit, const What& what) {
+  if (n > 0 && !v) fail(Code::null_pointer, what() + " is NULL with a count of " + std::to_string(n));
   std::vector<std::string> out;
   out.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) out.push_back(c_string(v[i], limit, what + "[" + std::to_string(i) + "]"));
+  for (uint64_t i = 0; i < n; ++i)
+    out.push_back(c_string(v[i], limit, [&] { return what() + "[" + std::to_string(i) + "]"; }));
   return out;
+}
+
+template <class What>
+ValueIn checked_value(const mnemo_value& v, const What& where) {
+  ValueIn x;
+  if (v.reserved != 0) fail(Code::invalid_argument, where() + ".reserved must be zero");
+  switch (v.type) {
+    case MNEMO_VALUE_INT:
+      x.type = ValueType::i64;
+      x.i = v.i;
+      break;
+    case MNEMO_VALUE_DOUBLE:
+      if (!std::isfinite(v.d)) fail(Code::invalid_argument, where() + " is a DOUBLE that is NaN or infinite");
+      x.type = ValueType::f64;
+      x.d = v.d;
+      break;
+    case MNEMO_VALUE_BOOL:
+      if (v.i != 0 && v.i != 1) fail(Code::invalid_argument, where() + " is a BOOL that is not 0 or 1");
+      x.type = ValueType::boolean;
+      x.i = v.i;
+      break;
+    case MNEMO_VALUE_STRING:
+      x.type = ValueType::str;
+      x.s = c_string(v.s, kMaxNameBytes, [&] { return where() + ".s"; });
+      break;
+    default: fail(Code::invalid_argument, where() + ".type = " + std::to_string(v.type) + " is not a mnemo_value_type");
+  }
+  return x;
 }
 
 // mnemo_store_read(_fields): the records of `ids` with the fields in
@@ -79,30 +114,7 @@ void read_records(const mnemo_store* store, const uint64_t* ids, uint64_t count,
 }  // namespace
 
 ValueIn value_in(const mnemo_value& v, const std::string& where) {
-  ValueIn x;
-  if (v.reserved != 0) fail(Code::invalid_argument, where + ".reserved must be zero");
-  switch (v.type) {
-    case MNEMO_VALUE_INT:
-      x.type = ValueType::i64;
-      x.i = v.i;
-      break;
-    case MNEMO_VALUE_DOUBLE:
-      if (!std::isfinite(v.d)) fail(Code::invalid_argument, where + " is a DOUBLE that is NaN or infinite");
-      x.type = ValueType::f64;
-      x.d = v.d;
-      break;
-    case MNEMO_VALUE_BOOL:
-      if (v.i != 0 && v.i != 1) fail(Code::invalid_argument, where + " is a BOOL that is not 0 or 1");
-      x.type = ValueType::boolean;
-      x.i = v.i;
-      break;
-    case MNEMO_VALUE_STRING:
-      x.type = ValueType::str;
-      x.s = c_string(v.s, kMaxNameBytes, where + ".s");
-      break;
-    default: fail(Code::invalid_argument, where + ".type = " + std::to_string(v.type) + " is not a mnemo_value_type");
-  }
-  return x;
+  return checked_value(v, [&] { return where; });
 }
 
 std::vector<FieldsIn> fields_in(const mnemo_memory_fields* fields, uint64_t count) {
@@ -120,24 +132,25 @@ std::vector<FieldsIn> fields_in(const mnemo_memory_fields* fields, uint64_t coun
     o.set = f.set;
     if (f.set & ~uint32_t{MNEMO_FIELD_ALL})
       fail(Code::invalid_argument, at + ".set holds bits other than MNEMO_FIELD_*");
-    if ((f.set & MNEMO_FIELD_KEY) && f.key) o.key = c_string(f.key, kMaxKeyBytes, at + ".key");
+    if ((f.set & MNEMO_FIELD_KEY) && f.key) o.key = c_string(f.key, kMaxKeyBytes, [&] { return at + ".key"; });
     if (f.set & MNEMO_FIELD_NAMESPACE) {
       if (f.namespace_depth > kMaxNamespaceDepth)
         fail(Code::invalid_argument, at + ".namespace_depth is above MNEMO_MAX_NAMESPACE_DEPTH");
-      o.ns = c_strings(f.namespace_parts, f.namespace_depth, kMaxNameBytes, at + ".namespace_parts");
+      o.ns = c_strings(f.namespace_parts, f.namespace_depth, kMaxNameBytes, [&] { return at + ".namespace_parts"; });
     }
     if (f.set & MNEMO_FIELD_TAGS) {
       if (f.tag_count > kMaxTags) fail(Code::invalid_argument, at + ".tag_count is above MNEMO_MAX_TAGS");
-      o.tags = c_strings(f.tags, f.tag_count, kMaxNameBytes, at + ".tags");
+      o.tags = c_strings(f.tags, f.tag_count, kMaxNameBytes, [&] { return at + ".tags"; });
     }
     if (f.set & MNEMO_FIELD_ATTRIBUTES) {
       if (f.attribute_count > kMaxAttributes)
         fail(Code::invalid_argument, at + ".attribute_count is above MNEMO_MAX_ATTRIBUTES");
       if (f.attribute_count > 0 && !f.attributes) fail(Code::null_pointer, at + ".attributes is NULL");
+      o.attrs.reserve(f.attribute_count);
       for (uint32_t a = 0; a < f.attribute_count; ++a) {
-        const std::string an = at + ".attributes[" + std::to_string(a) + "]";
-        std::string name = c_string(f.attributes[a].name, kMaxNameBytes, an + ".name");
-        o.attrs.emplace_back(std::move(name), value_in(f.attributes[a].value, an + ".value"));
+        const auto an = [&] { return at + ".attributes[" + std::to_string(a) + "]"; };
+        std::string name = c_string(f.attributes[a].name, kMaxNameBytes, [&] { return an() + ".name"; });
+        o.attrs.emplace_back(std::move(name), checked_value(f.attributes[a].value, [&] { return an() + ".value"; }));
       }
     }
     if ((f.set & MNEMO_FIELD_PAYLOAD) && f.payload_bytes > 0) {
@@ -182,7 +195,7 @@ MNEMO_API mnemo_status mnemo_store_ids_of_keys(const mnemo_store* store, const c
     cabi::need_data(ids, "ids");
     checked_bytes(checked_mul(count, 8, "ids"), "ids");
     // A key longer than any stored one cannot be held: looked up as is.
-    const auto k = cabi::c_strings(keys, count, UINT64_MAX - 1, "keys");
+    const auto k = cabi::c_strings(keys, count, UINT64_MAX - 1, [] { return std::string("keys"); });
     s.ids_of_keys(k.data(), count, ids);
   });
 }
