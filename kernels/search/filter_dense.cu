@@ -146,13 +146,14 @@ void dense_filter_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, c
   const uint64_t budget = std::max<uint64_t>(workspace, 1ull << 30);
   const uint64_t per_query = 2 * words * 4 + ld * 4 + k * 12 + 64;
   // MNEMO_DENSE_CHUNK: at most this many queries a chunk (for tests).
-  const char* forced = std::getenv("MNEMO_DENSE_CHUNK");
+  const char* env = std::getenv("MNEMO_DENSE_CHUNK");
+  const bool forced = env && *env;
   const uint64_t most =
-      std::max<uint64_t>(kGemmMinQueries, forced && *forced ? std::strtoull(forced, nullptr, 10) : budget / per_query);
+      std::max<uint64_t>(kGemmMinQueries, forced ? std::strtoull(env, nullptr, 10) : budget / per_query);
   // Whole tiles of the long-row kernel's queries where the budget allows:
   // a tile reads the store whether it holds 1 query or 112.
   const uint64_t chunks = (nd + most - 1) / most, even = (nd + chunks - 1) / chunks;
-  const uint64_t per = std::min<uint64_t>(forced && *forced ? most : std::max(most, uint64_t{kWideTileQueries}),
+  const uint64_t per = std::min<uint64_t>(forced ? most : std::max(most, uint64_t{kWideTileQueries}),
                                           (even + kWideTileQueries - 1) / kWideTileQueries * kWideTileQueries);
   // Earlier work on st reads buffers that device_search may grow (the
   // caller's programs among them: each chunk uploads its own copy).

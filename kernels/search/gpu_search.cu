@@ -412,17 +412,14 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
         case Fused::short_rows:
           used = launch_fused_short_topk(s, qm, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), sms, st);
           break;
-        case Fused::wide:
-          if (mask) {
-            QueryMask m = *mask;
-            m.words += q0;
-            used = launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast,
-                                          st, &m);
-          } else {
-            used =
-                launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st);
-          }
+        case Fused::wide: {
+          // A mask's columns from this chunk's first query.
+          QueryMask m = mask ? *mask : QueryMask{};
+          if (mask) m.words += q0;
+          used = launch_fused_wide_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, thr, at<float>(w, o_samp), fast, st,
+                                        mask ? &m : nullptr);
           break;
+        }
         default: used = launch_fused_gemm_topk(s, qm, qn + q0, terms, n, kc, chunks, cand, st);
       }
       launch_merge(cand, n, static_cast<uint64_t>(used) * kc, kc, s.ids, lists + q0 * kc, st);
@@ -503,15 +500,14 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
   launch_emit(lists, static_cast<uint32_t>(nq), kc, emit_k, k_out, s.ids, s.metric, d_ids, d_scores, st);
 }
 
-bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast, const float* q) {
+bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast) {
   if (!fast || nq < kGemmMinQueries || s.slots == 0) return false;
   const uint32_t kc = search_list_length(s.slots, k, true);
   if (kc > static_cast<uint32_t>(kSmallKMax)) return false;
-  // device_search's choice before the long-row kernel, and the alignment of
-  // the 16-bit copy it would make (an arena region).
+  // device_search's choice before the long-row kernel. Its queries (f32, or
+  // the 16-bit copy it makes) lie at the start of an arena region: aligned.
   if (fused_short_usable(s.slots, kc, s.dtype, s.ld) || fused_gemm_wanted(kc, s.dtype, s.ld)) return false;
-  const void* q_store = s.dtype == DType::f32 ? static_cast<const void*>(q) : reinterpret_cast<const void*>(256);
-  return fused_wide_usable(s.slots, kc, s.dtype, s.ld, q_store, true);
+  return fused_wide_usable(s.slots, kc, s.dtype, s.ld, reinterpret_cast<const void*>(256), true);
 }
 
 uint32_t search_list_length(uint32_t slots, uint64_t k, bool rescore) {

@@ -360,15 +360,14 @@ void CudaBackend::search_programs(const SearchArgs& a) {
     return e && *e ? std::strtoull(e, nullptr, 10) : 30ull;
   }();
   const bool fast = cfg_.precision == Precision::fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
+  // Each group's driver size (its parts' slots), for the plan and the chunks.
+  std::vector<uint64_t> driver_of(G, 0);
+  for (uint32_t g = 0; g < G; ++g)
+    for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) driver_of[g] += F.parts[p].size;
   std::vector<char> dense(G, 0);
   std::vector<uint32_t> dense_queries;
-  if (dense_share > 0 &&
-      dense_mask_usable(s, std::max<uint64_t>(nq, kDenseMinQueries), k, fast, reinterpret_cast<const float*>(256))) {
-    for (uint32_t g = 0; g < G; ++g) {
-      uint64_t size = 0;
-      for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) size += F.parts[p].size;
-      dense[g] = size * dense_share >= v.slots && dense_program(F, g);
-    }
+  if (dense_share > 0 && dense_mask_usable(s, std::max<uint64_t>(nq, kDenseMinQueries), k, fast)) {
+    for (uint32_t g = 0; g < G; ++g) dense[g] = driver_of[g] * dense_share >= v.slots && dense_program(F, g);
     for (uint64_t q = 0; q < nq; ++q)
       if (dense[F.group_of[q]]) dense_queries.push_back(static_cast<uint32_t>(q));
     if (dense_queries.size() < kDenseMinQueries) {
@@ -389,9 +388,7 @@ void CudaBackend::search_programs(const SearchArgs& a) {
   {
     uint64_t q = 0;
     for (uint32_t g = 0; g < G; ++g) {
-      uint64_t size = 0;
-      if (!dense[g])
-        for (uint32_t p = F.part_at[g]; p < F.part_at[g + 1]; ++p) size += F.parts[p].size;
+      const uint64_t size = dense[g] ? 0 : driver_of[g];
       if (chunks.empty() || (chunks.back().driver + size > kChunkSlots && chunks.back().g1 > chunks.back().g0))
         chunks.push_back(Chunk{g, g, q, q, {}, {}, 0});
       Chunk& c = chunks.back();

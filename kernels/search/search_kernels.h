@@ -230,9 +230,9 @@ struct QueryMask;
 void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s, const float* q, const float* qn, uint64_t nq,
                    uint64_t k, uint64_t k_out, bool fast, uint64_t workspace, int sm_count, uint64_t* d_ids,
                    float* d_scores, const QueryMask* mask = nullptr);
-// Whether device_search takes a mask for nq queries of k over s with its
-// queries at q (device memory, zero padded rows of s.ld floats).
-bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast, const float* q);
+// Whether device_search takes a mask for nq queries of k over s, with its
+// queries at the start of an arena region (Arena: 256-byte aligned).
+bool dense_mask_usable(const StoreRef& s, uint64_t nq, uint64_t k, bool fast);
 
 // The candidates of an inverted-file search for the paths that key every
 // slot (large k, normalised activation): query q's candidates are the slots
