@@ -890,7 +890,36 @@ def adapters():
     return _module("integrations_report", "bench/integrations/report.py").section().rstrip()
 
 
+def shape_grid_rerun():
+    """Batch cells of the GPU grid rerun after a change (shape-grid-h200-resort.jsonl),
+    mnemo and torch in the same process, beside the grid's own row of the cell."""
+    name = "shape-grid-h200-resort.jsonl"
+    rows = load(name)
+    title = "## GPU batches after the rank re-sort"
+    if not rows:
+        return "\n".join([title, "", NOT_MEASURED])
+    grid = {(r.get("dim"), r.get("dtype"), r.get("metric"), r.get("store_bytes"), r.get("nq"), r.get("k")): r
+            for r in load("shape-grid-h200.jsonl") or []}
+    body = []
+    for r in rows:
+        g = grid.get((r.get("dim"), r.get("dtype"), r.get("metric"), r.get("store_bytes"), r.get("nq"), r.get("k")),
+                     {})
+        mine, was = r.get("mnemo_kernel_ms"), g.get("mnemo_kernel_ms")
+        body.append([r.get("dim", "-"), r.get("dtype", "-"), r.get("k", "-"), r.get("nq", "-"), ms(mine),
+                     ms(r.get("torch_kernel_ms")), times(r["torch_kernel_ms"] / mine) if mine else "-", ms(was),
+                     f"{mine / was:.3f}" if mine and was else "-"])
+    text = [title, "", source(name), "",
+            "Batches over 1 GiB stores rerun after the rescored lists were re-sorted by rank (one block a",
+            "query) instead of by one warp's insertions. GPU time of one call (CUDA events, median), torch",
+            "`topk(q @ X.T)` in the same process; cuVS was not run. \"grid\" is the cell's row in the grid above",
+            "(an earlier run, its own build).", "",
+            table(["dim", "dtype", "k", "queries", "mnemo GPU ms", "torch GPU ms", "mnemo vs torch", "grid GPU ms",
+                   "this run / grid"], body)]
+    return "\n".join(text)
+
+
 SECTIONS = [gpu_user, gpu_kernels, gpu_ops, activation, cpu, index, multi_gpu, build_times, shape_grid,
+            shape_grid_rerun,
             filtered, scoped, adapters]
 def draw_shape_grid(plt, png):
     rows_path = os.path.join(RESULTS, "shape-grid-h200.jsonl")

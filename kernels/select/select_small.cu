@@ -148,21 +148,32 @@ __global__ void rescore_kernel(StoreRef s, const float* __restrict__ queries, co
   if (lane == 0) c.key = key_of(s, acc[0][0], qnorms[q], slot_meta(s, c.slot));
 }
 
-// One warp per query: re-sort a rescored list in place (insertion into a
-// fresh list in shared memory).
+// One block per query: re-sorts a rescored list in place by rank. An
+// entry's rank counts the entries ordered before it (empty entries and NaN
+// keys last; equal entries by index, so the ranks are a permutation). A
+// warp inserting the kc entries one after another took 93 us for 32 lists
+// of 200 on the H200: each insertion is a dependent chain of shuffles.
+__device__ __forceinline__ bool resort_before(Cand a, Cand b, const uint64_t* ids) {
+  const bool ea = a.slot == kNoSlot || a.key != a.key, eb = b.slot == kNoSlot || b.key != b.key;
+  if (ea || eb) return !ea && eb;
+  return ranks_before(a.key, a.slot, b.key, b.slot, ids);
+}
+
 __global__ void resort_kernel(Cand* cand, uint32_t kc, const uint64_t* ids) {
   extern __shared__ __align__(16) unsigned char smem[];
   Cand* list = reinterpret_cast<Cand*>(smem);
-  const int lane = threadIdx.x;
   Cand* c = cand + static_cast<uint64_t>(blockIdx.x) * kc;
-  WarpList wl{list, static_cast<int>(kc), 0};
-  for (uint32_t b = 0; b < kc; b += 32) {
-    const uint32_t j = b + lane;
-    const Cand x = j < kc ? c[j] : empty_cand();
-    wl.offer(j < kc && x.slot != kNoSlot, x.key, x.slot, ids, lane);
+  for (uint32_t j = threadIdx.x; j < kc; j += blockDim.x) list[j] = c[j];
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < kc; i += blockDim.x) {
+    const Cand e = list[i];
+    uint32_t rank = 0;
+    for (uint32_t j = 0; j < kc; ++j) {
+      const Cand o = list[j];
+      rank += resort_before(o, e, ids) || (j < i && !resort_before(e, o, ids));
+    }
+    c[rank] = e.slot == kNoSlot ? empty_cand() : e;
   }
-  __syncwarp();
-  for (uint32_t j = lane; j < kc; j += 32) c[j] = static_cast<int>(j) < wl.n ? list[j] : empty_cand();
 }
 
 __global__ void emit_kernel(const Cand* lists, uint32_t nq, uint32_t kc, uint32_t k, uint64_t k_out,
@@ -224,7 +235,7 @@ void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms
   if (smem > 48 * 1024)
     check(cudaFuncSetAttribute(resort_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "resort smem");
-  resort_kernel<<<nq, 32, smem, st>>>(cand, kc, s.ids);
+  resort_kernel<<<nq, std::min(256u, (kc + 31) / 32 * 32), smem, st>>>(cand, kc, s.ids);
   MNEMO_CUDA_LAUNCHED("resort_kernel");
 }
 
