@@ -976,6 +976,7 @@ def head():
         "",
         *toc,
         "",
+        *(grid_glance() + [""] if grid_glance() else []),
         "## What was measured, where, when",
         "",
         table(["area", "results", "machine", "date", "command", "how it got there"], rows),
@@ -1026,7 +1027,48 @@ def how_fast():
             out.append(f"| [index, {ex['n'] // 1000000}M x {ex['dim']}, recall@10 0.95, a batch, CPU (2 cores)]"
                        f"(docs/benchmarks.md#{anchor('The index against FAISS and cuVS')}) | {qm:,.0f} queries/s | "
                        f"FAISS IVF-Flat {qp:,.0f} queries/s | {qm / qp:.2f}x (FAISS) |")
-    return "\n".join(out)
+    glance = grid_glance("docs/benchmarks.md")
+    return "\n".join(out + ([""] + glance if glance else []))
+
+
+def grid_glance(page=""):
+    """Lines on the shape grids as a whole: in how many cells mnemo leads its
+    fastest peer by the grid's target, the median and the lowest cell (the
+    README's and the page's view of the general case, beside the headline
+    rows' one shape)."""
+    out = []
+
+    def cell(r):
+        size = round(r["store_bytes"] / 2 ** 20)
+        store = f"{size / 1024:g} GiB" if size >= 1024 else f"{size} MiB"
+        return f"{r['nq']} {'query' if r['nq'] == 1 else 'queries'}, {r['dim']} x {r['dtype']}, k = {r['k']}, {store}"
+
+    def line(where, vals, goal, peer):
+        vals = [(v, r) for v, r in vals if v]
+        if not vals:
+            return
+        vals.sort(key=lambda x: x[0])
+        low, r = vals[0]
+        med = vals[len(vals) // 2][0]
+        out.append(f"- {where}: at least {goal:g}x {peer} in {sum(v >= goal for v, _ in vals)} of {len(vals)} cells, "
+                   f"median {med:.2f}x, lowest {low:.2f}x ({cell(r)})")
+
+    rows = load("shape-grid-h200.jsonl") or []
+    for kind, what in (("wall", "from Python"), ("kernel", "in GPU time")):
+        vals = []
+        for r in rows:
+            peers = [x for x in (shape_time(r, "torch", kind), shape_time(r, "cuvs", kind)) if x]
+            mine = shape_time(r, "mnemo", kind)
+            vals.append((min(peers) / mine if peers and mine else None, r))
+        line(f"GPU (H200), {what}", vals, 1.1, "the faster of torch and cuVS")
+    rows = load("shape-grid-cpu.jsonl") or []
+    line("CPU (2 cores)", [(r.get("vs_faiss"), r) for r in rows], 1.1, "faiss-cpu")
+    line("CPU (2 cores)", [(r.get("vs_numpy"), r) for r in rows], 1.0, "numpy")
+    if out:
+        out = [f"Over the [shape grid]({page}#{anchor('The shape grid')}) (row widths from 32 to 4096, f32, f16 and "
+               "bf16, k from 1 to 1000, 1 to 1000 queries, stores of 64 MiB to 4 GiB; the peers in the same run), "
+               "mnemo against its fastest peer:", ""] + out
+    return out
 
 
 def results_files():
