@@ -631,27 +631,26 @@ def shape_time(row, impl, kind="wall"):
     return v if v is not None else row.get(f"{impl}_wall_ms")
 
 
+def shape_lead(r, kind):
+    """A GPU grid row's lead: the faster of torch and cuVS over mnemo
+    ("wall" from Python, "kernel" in GPU time), None where a time is missing."""
+    peers = [x for x in (shape_time(r, "torch", kind), shape_time(r, "cuvs", kind)) if x]
+    mine = shape_time(r, "mnemo", kind)
+    return min(peers) / mine if peers and mine else None
+
+
 def shape_targets(rows):
     """The GPU grid against the shape targets (kernel time from CUDA events,
     the wall clock from Python); empty for a grid without GPU times."""
     if not any(r.get("mnemo_kernel_ms") for r in rows):
         return []
 
-    def best(r, kind):
-        v = [shape_time(r, i, kind) for i in ("torch", "cuvs")]
-        v = [x for x in v if x]
-        return min(v) if v else None
-
-    def lead(r, kind):
-        b, m = best(r, kind), shape_time(r, "mnemo", kind)
-        return b / m if b and m else None
-
     def pct(r):
         return 100 * r["floor_ms"] / r["mnemo_kernel_ms"]
 
     out = ["Against the targets (a cell counts as met at or above the target):", ""]
     for kind, what in (("wall", "from Python"), ("kernel", "in GPU time")):
-        v = [lead(r, kind) for r in rows]
+        v = [shape_lead(r, kind) for r in rows]
         v = [x for x in v if x]
         out.append(f"- every cell at least 1.1x the faster of torch and cuVS, {what}: {sum(x >= 1.1 for x in v)} of "
                    f"{len(v)} cells (lowest {min(v):.2f}x, median {sorted(v)[len(v) // 2]:.2f}x)")
@@ -664,7 +663,7 @@ def shape_targets(rows):
             out.append(f"- {label}, kernel time at least {goal}% of the read floor: {sum(x >= goal for x in v)} of "
                        f"{len(v)} cells (lowest {min(v):.0f}%, median {sorted(v)[len(v) // 2]:.0f}%)")
     for nq, goal in ((100, 1.5), (1000, 1.1)):
-        v = [lead(r, "wall") for r in rows if r["nq"] == nq]
+        v = [shape_lead(r, "wall") for r in rows if r["nq"] == nq]
         v = [x for x in v if x]
         if v:
             out.append(f"- {nq} queries at least {goal}x the faster peer (from Python): {sum(x >= goal for x in v)} of "
@@ -898,12 +897,13 @@ def shape_grid_rerun():
     title = "## GPU batches after the rank re-sort"
     if not rows:
         return "\n".join([title, "", NOT_MEASURED])
-    grid = {(r.get("dim"), r.get("dtype"), r.get("metric"), r.get("store_bytes"), r.get("nq"), r.get("k")): r
-            for r in load("shape-grid-h200.jsonl") or []}
+    def cell(r):
+        return tuple(r.get(f) for f in ("dim", "dtype", "metric", "store_bytes", "nq", "k"))
+
+    grid = {cell(r): r for r in load("shape-grid-h200.jsonl") or []}
     body = []
     for r in rows:
-        g = grid.get((r.get("dim"), r.get("dtype"), r.get("metric"), r.get("store_bytes"), r.get("nq"), r.get("k")),
-                     {})
+        g = grid.get(cell(r), {})
         mine, was = r.get("mnemo_kernel_ms"), g.get("mnemo_kernel_ms")
         body.append([r.get("dim", "-"), r.get("dtype", "-"), r.get("k", "-"), r.get("nq", "-"), ms(mine),
                      ms(r.get("torch_kernel_ms")), times(r["torch_kernel_ms"] / mine) if mine else "-", ms(was),
@@ -958,6 +958,7 @@ def head():
              f"[notebook](lab/{x['notebook']})" if x.get("notebook") else "-"]
             for x in r if os.path.exists(os.path.join(RESULTS, x["file"]))]
     toc = [f"- [{t}](#{anchor(t)})" for t in sections_titles()]
+    glance = grid_glance()
     return "\n".join([
         "# Benchmarks",
         "",
@@ -976,7 +977,7 @@ def head():
         "",
         *toc,
         "",
-        *(grid_glance() + [""] if grid_glance() else []),
+        *(glance + [""] if glance else []),
         "## What was measured, where, when",
         "",
         table(["area", "results", "machine", "date", "command", "how it got there"], rows),
@@ -1055,12 +1056,7 @@ def grid_glance(page=""):
 
     rows = load("shape-grid-h200.jsonl") or []
     for kind, what in (("wall", "from Python"), ("kernel", "in GPU time")):
-        vals = []
-        for r in rows:
-            peers = [x for x in (shape_time(r, "torch", kind), shape_time(r, "cuvs", kind)) if x]
-            mine = shape_time(r, "mnemo", kind)
-            vals.append((min(peers) / mine if peers and mine else None, r))
-        line(f"GPU (H200), {what}", vals, 1.1, "the faster of torch and cuVS")
+        line(f"GPU (H200), {what}", [(shape_lead(r, kind), r) for r in rows], 1.1, "the faster of torch and cuVS")
     rows = load("shape-grid-cpu.jsonl") or []
     line("CPU (2 cores)", [(r.get("vs_faiss"), r) for r in rows], 1.1, "faiss-cpu")
     line("CPU (2 cores)", [(r.get("vs_numpy"), r) for r in rows], 1.0, "numpy")
