@@ -24,6 +24,10 @@ struct Vec16<float> {
     const float4 v = *static_cast<const float4*>(p);
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
   }
+  // From raw bits already loaded.
+  __device__ __forceinline__ static void widen(const uint4 v, float (&x)[4]) {
+    x[0] = __uint_as_float(v.x), x[1] = __uint_as_float(v.y), x[2] = __uint_as_float(v.z), x[3] = __uint_as_float(v.w);
+  }
 };
 
 template <>

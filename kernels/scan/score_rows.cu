@@ -10,6 +10,7 @@
 // as the short-row scan reads them (same bits, row_dot.cuh): a whole warp
 // on a 128-byte row left three lanes in four idle and reduced over all 32.
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 #include "scan/row_dot.cuh"
@@ -70,9 +71,110 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Rows of at most LPR vectors (LPR < 32): lane l of a group reads vector l
+// of its row, so its slice of each query is fixed and stays in registers
+// (the generic loop above reads it from shared memory for every row: four
+// queries' slices cost as many shared-memory bytes as the rows' global
+// ones), and each lane keeps R rows' loads in flight, all issued before any
+// is used. Same order of operations as row_sums with one vector a lane,
+// hence the same bits. Measured on the H200 (1 GiB of f16 rows, k = 1000,
+// GPU ms of the whole search, the generic loop -> this kernel, a process
+// each): one query over 64 / 128-wide rows 0.578 -> 0.442 / 0.546 -> 0.418,
+// four queries 0.897 -> 0.761 / 0.978 -> 0.677. Its pass runs at 67% of
+// DRAM for one query (Nsight Compute); steps of consecutive rows with an L2
+// prefetch of the next step measured no faster.
+template <class T, bool L2, int QB, int LPR, int R>
+__global__ void __launch_bounds__(kThreads)
+    score_short_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
+                       float* __restrict__ keys) {
+  static_assert(LPR >= QB && LPR < 32, "a group's lane q writes query q's key");
+  constexpr int V = Vec16<T>::kElems;
+  constexpr int RPW = 32 / LPR;
+  const int warp = threadIdx.x / 32, grp = threadIdx.x % 32 / LPR, lane = threadIdx.x % LPR;
+  const uint32_t nvec = static_cast<uint32_t>(s.ld / V);
+  const bool mine = static_cast<uint32_t>(lane) < nvec;
+  float qr[QB][V];
+#pragma unroll
+  for (int q = 0; q < QB; ++q)
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      qr[q][e] = mine && static_cast<uint32_t>(q) < nq ? queries[q * s.ld + lane * V + e] : 0.0f;
+  const size_t row_bytes = s.ld * sizeof(T);
+  const auto* base = static_cast<const unsigned char*>(s.vectors) + static_cast<size_t>(mine ? lane : 0) * 16;
+  const uint32_t stride = gridDim.x * kWarps * RPW;
+  for (uint32_t row0 = (blockIdx.x * kWarps + warp) * RPW; row0 < s.slots; row0 += R * stride) {
+    uint4 raw[R];
+    uint32_t slot[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t x = row0 + grp + r * stride;
+      slot[r] = x < s.slots ? x : 0u;
+      raw[r] = __ldg(reinterpret_cast<const uint4*>(base + slot[r] * row_bytes));
+    }
+    SlotMeta m[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) m[r] = slot_meta<false>(s, slot[r]);
+    float acc[R][QB];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float x[V];
+      Vec16<T>::widen(raw[r], x);
+#pragma unroll
+      for (int q = 0; q < QB; ++q) {
+        acc[r][q] = 0.0f;
+        if (mine) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            if (L2) {
+              const float d = x[e] - qr[q][e];
+              acc[r][q] = fmaf(d, d, acc[r][q]);
+            } else {
+              acc[r][q] = fmaf(x[e], qr[q][e], acc[r][q]);
+            }
+          }
+        }
+#pragma unroll
+        for (int off = LPR / 2; off > 0; off >>= 1) acc[r][q] += __shfl_xor_sync(kFullMask, acc[r][q], off);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t x = row0 + grp + r * stride;
+      if (x >= s.slots || lane >= QB || lane >= static_cast<int>(nq)) continue;
+      float v = acc[r][0];
+#pragma unroll
+      for (int q = 1; q < QB; ++q)
+        if (lane == q) v = acc[r][q];
+      keys[static_cast<uint64_t>(lane) * s.slots + x] =
+          m[r].live ? key_of<false>(s, v, qnorms[lane], m[r]) : __int_as_float(0x7fc00000);
+    }
+  }
+}
+
+// Blocks of score_short_kernel an SM holds (registers), asked once per
+// instance: each block's rows are fixed at launch, so a block past the wave
+// would run after it.
+template <class T, bool L2, int QB, int LPR, int R>
+unsigned short_blocks_per_sm() {
+  static const unsigned per_sm = [] {
+    int v = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, score_short_kernel<T, L2, QB, LPR, R>, kThreads, 0),
+          "score occupancy");
+    return static_cast<unsigned>(std::max(v, 1));
+  }();
+  return per_sm;
+}
+
+// MNEMO_SCORE_SHORT=0 sends short rows to the generic loop (read at every
+// call, for measuring both in one process).
+bool score_short_on() {
+  const char* e = std::getenv("MNEMO_SCORE_SHORT");
+  return !(e && std::atoi(e) == 0);
+}
+
 template <class T, bool L2, int QB, bool ACT>
 void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n, float* out, unsigned blocks,
-                  cudaStream_t st) {
+                  unsigned sm_count, cudaStream_t st) {
   const size_t smem = QB * s.ld * 4;
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024)
@@ -85,6 +187,22 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
   // warp a row, fewer instances).
   const int lanes = ACT ? 0 : scan_lanes(s);
   if constexpr (!ACT) {
+    if (lanes > 0 && lanes < 32 && score_short_on()) {
+      // Four queries' slices and accumulators take the registers of four
+      // rows in flight; one query's leave room for eight.
+      constexpr int R = QB == 1 ? 8 : 4;
+      auto go_short = [&](auto lpr) {
+        constexpr int LPR = decltype(lpr)::value;
+        // Each warp at least two steps of R rows a group.
+        const uint64_t rows_per_block = static_cast<uint64_t>(kWarps) * (32 / LPR) * R * 2;
+        const auto by_rows = static_cast<unsigned>((s.slots + rows_per_block - 1) / rows_per_block);
+        const unsigned grid = std::max(1u, std::min(by_rows, sm_count * short_blocks_per_sm<T, L2, QB, LPR, R>()));
+        score_short_kernel<T, L2, QB, LPR, R><<<grid, kThreads, 0, st>>>(s, q, qn, n, out);
+      };
+      if (lanes == 4) return go_short(std::integral_constant<int, 4>{});
+      if (lanes == 8) return go_short(std::integral_constant<int, 8>{});
+      return go_short(std::integral_constant<int, 16>{});
+    }
     if (lanes == 4) return go(score_rows_kernel<T, L2, 0, QB, ACT, 4>);
     if (lanes == 8) return go(score_rows_kernel<T, L2, 0, QB, ACT, 8>);
     if (lanes == 16) return go(score_rows_kernel<T, L2, 0, QB, ACT, 16>);
@@ -120,11 +238,11 @@ void launch_score_rows(const StoreRef& s, const float* queries, const float* qno
       using T = decltype(t);
       constexpr bool L2 = decltype(l2c)::value;
       if (s.act)
-        n == 1 ? launch_width<T, L2, 1, true>(s, q, qnorms + q0, n, out, blocks, st)
-               : launch_width<T, L2, 4, true>(s, q, qnorms + q0, n, out, blocks, st);
+        n == 1 ? launch_width<T, L2, 1, true>(s, q, qnorms + q0, n, out, blocks, sm_count, st)
+               : launch_width<T, L2, 4, true>(s, q, qnorms + q0, n, out, blocks, sm_count, st);
       else
-        n == 1 ? launch_width<T, L2, 1, false>(s, q, qnorms + q0, n, out, blocks, st)
-               : launch_width<T, L2, 4, false>(s, q, qnorms + q0, n, out, blocks, st);
+        n == 1 ? launch_width<T, L2, 1, false>(s, q, qnorms + q0, n, out, blocks, sm_count, st)
+               : launch_width<T, L2, 4, false>(s, q, qnorms + q0, n, out, blocks, sm_count, st);
     };
     using L2t = std::true_type;
     using L2f = std::false_type;
