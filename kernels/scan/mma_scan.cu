@@ -47,6 +47,18 @@ namespace {
 constexpr uint64_t kMmaF32MaxDim = 256;
 bool mma_scan_f32_wanted(const StoreRef& s, int forced) { return forced == 1 || s.ld <= kMmaF32MaxDim; }
 
+// One query over 16-bit rows longer than 1 KB takes the row-by-row scan
+// (its L2 prefetch off there, gpu_search.cu). Measured on the H200 (1 GiB,
+// GPU ms, this scan -> the row scan, a process each): 1000 wide k 10 0.343
+// -> 0.295, k 100 0.384 -> 0.349; 2048 wide 0.312 -> 0.271 and 0.364 ->
+// 0.331; 3072 wide 0.327 -> 0.270 and 0.404 -> 0.332; 4096 wide 0.334 ->
+// 0.271 and 0.428 -> 0.335. Over rows of 128-400 bytes this scan is far
+// ahead (200 wide, k 100: 0.426 against 1.071).
+constexpr uint64_t kMma16OneQueryMaxBytes = 1024;
+bool mma_scan_16_wanted(const StoreRef& s, uint32_t nq, int forced) {
+  return forced == 1 || nq > 1 || s.ld * 2 <= kMma16OneQueryMaxBytes;
+}
+
 }  // namespace
 
 bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
@@ -60,6 +72,7 @@ bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   const int qb = nq <= 1 ? 1 : nq <= 2 ? 2 : 4;
   const uint32_t eb = s.dtype == DType::f32 ? 4 : 2;
   if (s.dtype == DType::f32 && !mma_scan_f32_wanted(s, forced)) return false;
+  if (s.dtype != DType::f32 && !mma_scan_16_wanted(s, nq, forced)) return false;
   // Rows are read in 16-byte pieces.
   return nq >= 1 && nq <= 4 && k >= 1 && k <= static_cast<uint32_t>(kSmallKMax) && (s.ld * eb) % 16 == 0 &&
          device_major() >= 8 && MmaSmem::bytes(qb, s.ld, k, eb) <= 227 * 1024;

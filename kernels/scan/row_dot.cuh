@@ -21,7 +21,10 @@ namespace mnemo::cuda {
 // 32-lane reduction's extra steps add +0 to it (a partial that starts at +0
 // is never -0): the sums have the same bits whatever LPR, so a row's key is
 // the same in every kernel.
-template <class T, bool L2, int NVEC, int QB, int R = 1, int LPR = 32>
+// U: with the row length known at run time only, a lane issues U vectors'
+// loads at a time (U loads in flight on one long row; the order of the
+// sums is unchanged).
+template <class T, bool L2, int NVEC, int QB, int R = 1, int LPR = 32, int U = 1>
 __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const float* qs, uint64_t ld, int lane,
                                          float (&acc)[R][QB]) {
   static_assert(LPR >= 1 && LPR <= 32 && (LPR & (LPR - 1)) == 0, "lanes per row: a power of two");
@@ -31,10 +34,8 @@ __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const 
 #pragma unroll
     for (int q = 0; q < QB; ++q) acc[r][q] = 0.0f;
   const uint32_t nvec = static_cast<uint32_t>(ld / V);
-  auto body = [&](uint32_t idx) {
-    float x[R][V];
-#pragma unroll
-    for (int r = 0; r < R; ++r) Vec16<T>::load(rows[r] + static_cast<size_t>(idx) * 16, x[r]);
+  // The sums of vector idx of each row, its values in x.
+  auto add = [&](uint32_t idx, const float(&x)[R][V]) {
 #pragma unroll
     for (int q = 0; q < QB; ++q) {
       const float* qv = qs + q * ld + idx * V;
@@ -53,7 +54,13 @@ __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const 
       }
     }
   };
-  if (NVEC > 0) {
+  auto body = [&](uint32_t idx) {
+    float x[R][V];
+#pragma unroll
+    for (int r = 0; r < R; ++r) Vec16<T>::load(rows[r] + static_cast<size_t>(idx) * 16, x[r]);
+    add(idx, x);
+  };
+  if constexpr (NVEC > 0) {
     constexpr int NV = (NVEC + LPR - 1) / LPR;
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
@@ -61,7 +68,20 @@ __device__ __forceinline__ void row_sums(const unsigned char* (&rows)[R], const 
       if (NVEC % LPR == 0 || idx < NVEC) body(idx);
     }
   } else {
-    for (uint32_t idx = lane; idx < nvec; idx += LPR) body(idx);
+    uint32_t idx = lane;
+    if constexpr (U > 1) {
+      // U vectors' loads issued before their sums, in the same order.
+      for (; idx + (U - 1) * LPR < nvec; idx += U * LPR) {
+        float x[U][R][V];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int r = 0; r < R; ++r) Vec16<T>::load(rows[r] + static_cast<size_t>(idx + u * LPR) * 16, x[u][r]);
+#pragma unroll
+        for (int u = 0; u < U; ++u) add(idx + u * LPR, x[u]);
+      }
+    }
+    for (; idx < nvec; idx += LPR) body(idx);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)

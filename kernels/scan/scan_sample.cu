@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "batch/sample_bound.h"
 #include "scan/row_dot.cuh"
@@ -24,11 +25,15 @@ namespace {
 // summed exactly as the scan with LPR lanes a row sums them (row_sums, same
 // order of operations: the same bits), NaN for rows that are not live.
 // Block 0 zeroes the bounds, which the selection after it raises.
-template <class T, bool L2, int LPR>
+// QB: 1 for one query (a quarter of the shared memory and the sums), else
+// 4. Rows of more than 32 vectors are read four vectors a lane at a time:
+// one at a time, a 4096-wide f16 row was a chain of 16 loads a lane (29.7
+// us for 1,024 rows on the H200, 6% of DRAM).
+template <class T, bool L2, int LPR, int QB>
 __global__ void __launch_bounds__(kScanThreads)
     sample_keys_kernel(StoreRef s, const float* __restrict__ queries, const float* __restrict__ qnorms, uint32_t nq,
                        uint32_t count, float* __restrict__ keys, unsigned* __restrict__ bound) {
-  constexpr int QB = 4, RPW = 32 / LPR;
+  constexpr int RPW = 32 / LPR, U = LPR == 32 ? 4 : 1;
   extern __shared__ __align__(16) float qs[];
   if (blockIdx.x == 0 && threadIdx.x < nq) bound[threadIdx.x] = 0;
   for (uint64_t i = threadIdx.x; i < QB * s.ld; i += kScanThreads) qs[i] = i / s.ld < nq ? queries[i] : 0.0f;
@@ -44,7 +49,7 @@ __global__ void __launch_bounds__(kScanThreads)
     const SlotMeta m = slot_meta<true>(s, slot);
     const unsigned char* rows[1] = {base + slot * row_bytes};
     float acc[1][QB];
-    row_sums<T, L2, 0, QB, 1, LPR>(rows, qs, s.ld, sub, acc);
+    row_sums<T, L2, 0, QB, 1, LPR, U>(rows, qs, s.ld, sub, acc);
     if (!have || sub != 0) continue;
 #pragma unroll
     for (int q = 0; q < QB; ++q)
@@ -57,19 +62,24 @@ __global__ void __launch_bounds__(kScanThreads)
 template <class T, bool L2>
 void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t count, int lanes,
                   float* keys, unsigned* bound, unsigned blocks, cudaStream_t st) {
-  const size_t smem = 4 * s.ld * sizeof(float);
+  const int qb = nq == 1 ? 1 : 4;
+  const size_t smem = qb * s.ld * sizeof(float);
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "sample smem");
     kernel<<<blocks, kScanThreads, smem, st>>>(s, q, qn, nq, count, keys, bound);
   };
-  switch (lanes) {
-    case 4: go(sample_keys_kernel<T, L2, 4>); break;
-    case 8: go(sample_keys_kernel<T, L2, 8>); break;
-    case 16: go(sample_keys_kernel<T, L2, 16>); break;
-    default: go(sample_keys_kernel<T, L2, 32>); break;
-  }
+  auto by_lanes = [&](auto qbc) {
+    constexpr int QB = decltype(qbc)::value;
+    switch (lanes) {
+      case 4: go(sample_keys_kernel<T, L2, 4, QB>); break;
+      case 8: go(sample_keys_kernel<T, L2, 8, QB>); break;
+      case 16: go(sample_keys_kernel<T, L2, 16, QB>); break;
+      default: go(sample_keys_kernel<T, L2, 32, QB>); break;
+    }
+  };
+  qb == 1 ? by_lanes(std::integral_constant<int, 1>{}) : by_lanes(std::integral_constant<int, 4>{});
 }
 
 }  // namespace
@@ -86,8 +96,11 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
   if (off || (kc <= 32 && !costly_offers)) return 0;
   // One row in 128: the sample reads under 1% of the store, and about
   // 128 * kc rows are offered to the lists. Stores under 512 * kc rows
-  // are not sampled (their lists see few rows each).
-  const uint32_t count = std::min<uint32_t>(s.slots / 128, kc <= 32 ? 4096 : 16384);
+  // are not sampled (their lists see few rows each). MNEMO_SCAN_SAMPLE_DIV
+  // sets another share (one row in N; read at every call, for measuring).
+  const char* div_env = std::getenv("MNEMO_SCAN_SAMPLE_DIV");
+  const uint32_t div = div_env && std::atoi(div_env) > 0 ? static_cast<uint32_t>(std::atoi(div_env)) : 128u;
+  const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : 16384);
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;
 }

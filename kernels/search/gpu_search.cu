@@ -97,7 +97,7 @@ uint64_t l2_tile_bytes() {
 }
 
 // Whether the fused scan prefetches each warp's next rows into L2: 16-bit
-// rows of more than 512 bytes. On short rows (the short-row instances) it
+// rows of more than 512 bytes and at most 1536. On short rows (the short-row instances) it
 // cost time on the H200, 1q x 1 GB, k = 10: 64 x f16 0.558 ms with it
 // against 0.487 without, 128 x f16 0.559 against 0.484, 256 x f16 0.538
 // against 0.467. MNEMO_SCAN_PREFETCH = 0 / 1 overrides it (for measuring).
@@ -107,7 +107,12 @@ bool scan_prefetch(const StoreRef& s) {
     return e ? std::atoi(e) : -1;
   }();
   if (forced >= 0) return forced != 0;
-  return s.dtype != DType::f32 && scan_lanes(s) == 0;
+  // 16-bit rows past 512 bytes, up to 1536: a warp's next rows for all the
+  // resident warps then fit L2 (about 8,448 warps of two rows: 13 MB). At
+  // 2000 bytes and beyond the prefetched rows were evicted before use and
+  // read twice (H200, one query over 1 GiB of 4096-wide f16: 1.84 GB read,
+  // 0.403 ms against 0.271 without it).
+  return s.dtype != DType::f32 && scan_lanes(s) == 0 && s.ld * 2 <= 1536;
 }
 
 // Whether the fused scan's last block merges the block lists (else a
