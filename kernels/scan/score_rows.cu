@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(kThreads)
 // is used. Same order of operations as row_sums with one vector a lane,
 // hence the same bits. Measured on the H200 (1 GiB of f16 rows, k = 1000,
 // GPU ms of the whole search, the generic loop -> this kernel, a process
-// each): one query over 64 / 128-wide rows 0.578 -> 0.442 / 0.546 -> 0.418,
-// four queries 0.897 -> 0.761 / 0.978 -> 0.677. Its pass runs at 67% of
+// each): one query over 64 / 128-wide rows 0.575 -> 0.443 / 0.543 -> 0.421,
+// four queries 0.891 -> 0.754 / 0.975 -> 0.674. Its pass runs at 67% of
 // DRAM for one query (Nsight Compute); steps of consecutive rows with an L2
 // prefetch of the next step measured no faster.
 template <class T, bool L2, int QB, int LPR, int R>
