@@ -40,7 +40,12 @@ __global__ void __launch_bounds__(kThreads)
   // Rows past the end re-read the store's first row and are not written
   // (a group's loop runs as long as its warp's: the reduction's shuffles
   // take every lane).
-  constexpr int R = 2;
+  // Rows of up to 64 vectors with the trip count compiled in (16-bit rows
+  // of 384 and 512) read four rows a step: at two a lane had three or four
+  // loads in flight (one query over 1 GiB of 384-wide f16 at k = 1000 ran
+  // at 48% of the floor), and four queries reread their slices from shared
+  // memory for every two rows.
+  constexpr int R = NVEC > 0 && NVEC <= 64 && LPR == 32 ? 4 : 2;
   for (uint32_t row0 = (blockIdx.x * kWarps + warp) * RPW; row0 < s.slots; row0 += R * stride) {
     const uint32_t row = row0 + grp;
     uint32_t slot[R];
@@ -180,7 +185,13 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "score smem");
-    kernel<<<blocks, kThreads, smem, st>>>(s, q, qn, n, out);
+    // No more blocks than the SMs hold at once (registers: four queries'
+    // instances hold two or three an SM): each block's rows are fixed at
+    // launch, so a block past the wave would run after it.
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem), "score occupancy");
+    const unsigned grid = std::max(1u, std::min(blocks, sm_count * static_cast<unsigned>(std::max(per_sm, 1))));
+    kernel<<<grid, kThreads, smem, st>>>(s, q, qn, n, out);
   };
   constexpr int V = Vec16<T>::kElems;
   // Short rows: groups of lanes (plain keys; activation rankings keep a

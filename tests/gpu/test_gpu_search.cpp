@@ -242,6 +242,12 @@ std::vector<Case> cases() {
   v.push_back({5003, 768, 1, 300, kF16, kCos, kExact, 0});
   v.push_back({4099, 1536, 3, 400, kF32, kL2, kExact, 0});
   v.push_back({300, 512, 1, 300, kBF16, kDot, kExact, 0});
+  // The same at the widths read four rows a step (16-bit rows of 384 and
+  // 512): three queries in a pass of four, and one query, N not a multiple
+  // of the rows a step.
+  v.push_back({5003, 384, 3, 300, kF16, kCos, kExact, 0});
+  v.push_back({4099, 512, 2, 400, kBF16, kL2, kExact, 0});
+  v.push_back({3001, 384, 1, 1000, kBF16, kDot, kExact, 0});
   // Every row width from one element to 4096 on the single-query scans:
   // below 32 16-byte vectors several rows a warp (4, 8 or 16 lanes a row,
   // one to four queries a pass), k across the register lists (1, 31, 32),
