@@ -2,13 +2,14 @@
 // keys[q][slot]: the large-k selection, exact similarity matrices and
 // activation rankings read them. The inner loop and its order of operations
 // are the fused scan's (row_dot.cuh), so a key here has the bits the scan
-// would give; like the scan, each warp reads two rows a step with the row
-// length known at compile time for the common widths, which keeps a dozen
-// 16-byte loads in flight per lane (one row a step with a run-time trip
-// count ran 8% under the scan's bandwidth at 1M x 768 f32). Rows of up to
-// 16 vectors are read by groups of LPR lanes, 32 / LPR rows a warp at once,
-// as the short-row scan reads them (same bits, row_dot.cuh): a whole warp
-// on a 128-byte row left three lanes in four idle and reduced over all 32.
+// would give; like the scan, each warp reads two rows a step (four for
+// rows of up to 64 vectors) with the row length known at compile time for
+// the common widths, which keeps a dozen 16-byte loads in flight per lane
+// (one row a step with a run-time trip count ran 8% under the scan's
+// bandwidth at 1M x 768 f32). Rows of up to 16 vectors are read by groups
+// of LPR lanes, 32 / LPR rows a warp at once, as the short-row scan reads
+// them (same bits, row_dot.cuh), by a kernel of their own for plain keys
+// (score_short_kernel) and by the generic loop for activation rankings.
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
