@@ -97,9 +97,11 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
   // One row in 128: the sample reads under 1% of the store, and about
   // 128 * kc rows are offered to the lists. Stores under 512 * kc rows
   // are not sampled (their lists see few rows each). MNEMO_SCAN_SAMPLE_DIV
-  // sets another share (one row in N; read at every call, for measuring).
-  const char* div_env = std::getenv("MNEMO_SCAN_SAMPLE_DIV");
-  const uint32_t div = div_env && std::atoi(div_env) > 0 ? static_cast<uint32_t>(std::atoi(div_env)) : 128u;
+  // sets another share (one row in N, for measuring).
+  static const uint32_t div = [] {
+    const char* e = std::getenv("MNEMO_SCAN_SAMPLE_DIV");
+    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 128u;
+  }();
   const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : 16384);
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;

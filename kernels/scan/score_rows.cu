@@ -157,25 +157,23 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Blocks of score_short_kernel an SM holds (registers), asked once per
-// instance: each block's rows are fixed at launch, so a block past the wave
-// would run after it.
-template <class T, bool L2, int QB, int LPR, int R>
-unsigned short_blocks_per_sm() {
-  static const unsigned per_sm = [] {
-    int v = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, score_short_kernel<T, L2, QB, LPR, R>, kThreads, 0),
-          "score occupancy");
-    return static_cast<unsigned>(std::max(v, 1));
-  }();
-  return per_sm;
+// At most the blocks the SMs hold at once (registers, shared memory), and
+// no more than `wanted`: each block's rows are fixed at launch, so a block
+// past the wave would run after it.
+template <class K>
+unsigned wave_grid(K kernel, size_t smem, unsigned sm_count, unsigned wanted) {
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem), "score occupancy");
+  return std::max(1u, std::min(wanted, sm_count * static_cast<unsigned>(std::max(per_sm, 1))));
 }
 
-// MNEMO_SCORE_SHORT=0 sends short rows to the generic loop (read at every
-// call, for measuring both in one process).
+// MNEMO_SCORE_SHORT=0 sends short rows to the generic loop (for measuring).
 bool score_short_on() {
-  const char* e = std::getenv("MNEMO_SCORE_SHORT");
-  return !(e && std::atoi(e) == 0);
+  static const bool on = [] {
+    const char* e = std::getenv("MNEMO_SCORE_SHORT");
+    return !(e && std::atoi(e) == 0);
+  }();
+  return on;
 }
 
 template <class T, bool L2, int QB, bool ACT>
@@ -186,12 +184,8 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "score smem");
-    // No more blocks than the SMs hold at once (registers: four queries'
-    // instances hold two or three an SM): each block's rows are fixed at
-    // launch, so a block past the wave would run after it.
-    int per_sm = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem), "score occupancy");
-    const unsigned grid = std::max(1u, std::min(blocks, sm_count * static_cast<unsigned>(std::max(per_sm, 1))));
+    // Four queries' instances hold two or three blocks an SM.
+    const unsigned grid = wave_grid(kernel, smem, sm_count, blocks);
     kernel<<<grid, kThreads, smem, st>>>(s, q, qn, n, out);
   };
   constexpr int V = Vec16<T>::kElems;
@@ -208,8 +202,8 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
         // Each warp at least two steps of R rows a group.
         const uint64_t rows_per_block = static_cast<uint64_t>(kWarps) * (32 / LPR) * R * 2;
         const auto by_rows = static_cast<unsigned>((s.slots + rows_per_block - 1) / rows_per_block);
-        const unsigned grid = std::max(1u, std::min(by_rows, sm_count * short_blocks_per_sm<T, L2, QB, LPR, R>()));
-        score_short_kernel<T, L2, QB, LPR, R><<<grid, kThreads, 0, st>>>(s, q, qn, n, out);
+        const auto kernel = score_short_kernel<T, L2, QB, LPR, R>;
+        kernel<<<wave_grid(kernel, 0, sm_count, by_rows), kThreads, 0, st>>>(s, q, qn, n, out);
       };
       if (lanes == 4) return go_short(std::integral_constant<int, 4>{});
       if (lanes == 8) return go_short(std::integral_constant<int, 8>{});
