@@ -275,6 +275,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   const uint32_t own0 = warp * kOwned;
 
+  // The sampling pass's largest key per query over the lane's rows (NaN:
+  // none yet), so every value it writes is the key of a distinct row.
+  float smax[kNT][2];
+#pragma unroll
+  for (int j = 0; j < kNT; ++j) smax[j][0] = smax[j][1] = nan;
   uint32_t it = 0;
   for (uint32_t t = 0; t < tiles; ++t) {
     const uint32_t first = lo + t * kRows;
@@ -397,17 +402,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       continue;
     }
     if (sample) {
-      // Sampling pass (one tile): per query, the largest key of each lane's
-      // four rows, so every value written is the key of a distinct row.
+      // Sampling pass (the chunk's first tiles): per query, the largest key
+      // of each lane's four rows of every tile, written after the last.
 #pragma unroll
       for (int j = 0; j < kNT; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float mx = nan;
-          for (int r = 0; r < 2 * kMT; ++r) mx = fmaxf(mx, acc[r / 2][j][2 * (r % 2) + e]);
-          const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
-          if (q < nq) sample[static_cast<uint64_t>(q) * gridDim.y * 32 + blockIdx.y * 32 + wr * 8 + g] = mx;
-        }
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int r = 0; r < 2 * kMT; ++r) smax[j][e] = fmaxf(smax[j][e], acc[r / 2][j][2 * (r % 2) + e]);
       continue;
     }
     // Keys at or above their query's threshold into its queue (at most one
@@ -490,13 +492,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int e = 0; e < 2; ++e) th[j][e] = fmaxf(th[j][e], from_ordered_bits(pub[j][e]));
   }
 
-  if (sample || EMIT) return;
-  // The owned lists (best first, empty entries after) as this chunk's.
-  for (uint32_t u = 0; u < kOwned; ++u) {
-    const uint32_t ql = own0 + u, q = q0 + ql;
-    if (q >= nq) break;
-    store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
-                     lists + static_cast<size_t>(ql) * kc, counts[ql], kc, lane);
+  if (sample) {
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
+        if (q < nq) sample[static_cast<uint64_t>(q) * gridDim.y * 32 + blockIdx.y * 32 + wr * 8 + g] = smax[j][e];
+      }
+    return;
+  }
+  if constexpr (!EMIT) {
+    // The owned lists (best first, empty entries after) as this chunk's.
+    for (uint32_t u = 0; u < kOwned; ++u) {
+      const uint32_t ql = own0 + u, q = q0 + ql;
+      if (q >= nq) break;
+      store_chunk_list(cand + static_cast<uint64_t>(q) * cand_stride + static_cast<uint64_t>(blockIdx.y) * kc,
+                       lists + static_cast<size_t>(ql) * kc, counts[ql], kc, lane);
+    }
   }
 #else
   // Launched only on sm_90 and later (fused_wide_usable).
@@ -521,6 +534,21 @@ bool sampling_on() {
 uint32_t chunk_rows(uint32_t slots, unsigned chunks) { return ceil_div(ceil_div(slots, chunks), kRows) * kRows; }
 bool samples(uint32_t slots, uint32_t per) {
   return sampling_on() && per >= 4 * kRows && sample_bound_fits(ceil_div(slots, per) * 32);
+}
+// Rows of each chunk the sampling pass reads: 1 / MNEMO_FUSED_WIDE_SAMPLE_DIV
+// of its tiles (8 unless set), at least one. A bound from a share f of the
+// store's rows lets about kc / f keys a query through afterwards. From one
+// tile a chunk, every tile of 10M x 192 f16 admitted keys of some of 112
+// queries, and the merges and their block-wide waits took half of the
+// kernel's time (H200: 3.39 ms; 2.63 with 1/16 sampled). 1 GB of f16, 1000
+// queries, k = 10, at 1/8, 1/16 and one tile: 200 wide 6.73 / 7.34 / 8.14
+// ms, 768 wide 3.52 / 3.63 / 3.96.
+uint32_t sample_rows(uint32_t per) {
+  static const uint32_t div = [] {
+    const char* e = std::getenv("MNEMO_FUSED_WIDE_SAMPLE_DIV");
+    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 8u;
+  }();
+  return std::max<uint32_t>(1, per / kRows / div) * kRows;
 }
 
 // out.count set: long lists, kc candidates per query chosen from what the
@@ -555,15 +583,16 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
     return used;
   }
-  // Sampling pass: the first tile of every chunk gives 32 keys of distinct
-  // rows per query, and each query starts from the kc-th largest of them.
+  // Sampling pass: the first tiles of every chunk (sample_rows) give 32
+  // keys of distinct rows per query, and each query starts from the kc-th
+  // largest of them.
   // Without it every chunk starts from an empty list, and filling those
   // lists (about 100 admissions per query and chunk) took a third of the
   // kernel's time on the H200. The keys are this kernel's own, so the bound
   // holds exactly.
   if (samples(s.slots, per)) {
-    lists_kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, kRows, slabs, cand, stride, gth,
-                                                  sample, WideCandidates{}, rows, qmap, qm);
+    lists_kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, sample_rows(per), slabs, cand, stride,
+                                                  gth, sample, WideCandidates{}, rows, qmap, qm);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (sampling)");
     launch_sample_bound(sample, used * 32, nq, kc, gth, st);
   }
@@ -645,9 +674,10 @@ unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
 size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks) { return static_cast<size_t>(nq) * chunks * 32 * 4; }
 
 uint32_t fused_wide_emit_cap(uint32_t slots, uint32_t kc, unsigned chunks) {
-  // With the sampling pass about kc keys per tile of a chunk reach the
-  // bound (a sample is the largest of four rows' keys, 32 samples a chunk):
-  // four times that. Without it every row is a candidate.
+  // With a sampling pass of one tile a chunk about kc keys per tile of a
+  // chunk reached the bound (a sample is the largest of four rows' keys, 32
+  // samples a chunk): four times that, more than a pass over more tiles
+  // lets through. Without it every row is a candidate.
   const uint32_t per = chunk_rows(slots, chunks);
   if (!samples(slots, per)) return slots;
   const uint64_t want = std::max<uint64_t>(4ull * kc * (per / kRows), 16384);
