@@ -231,7 +231,10 @@ void launch_rescore(const StoreRef& s, const float* queries, const float* qnorms
   }
   MNEMO_CUDA_LAUNCHED("rescore_kernel");
   if (kc > static_cast<uint32_t>(kSmallKMax)) return;
-  const size_t smem = kc * sizeof(Cand);
+  // Whole 16-byte words: the compiled rank loop reads the list two entries
+  // at a time, and compute-sanitizer's memcheck flagged the pair read past
+  // an odd kc's last entry (k = 5, kc = 21).
+  const size_t smem = (kc * sizeof(Cand) + 15) / 16 * 16;
   if (smem > 48 * 1024)
     check(cudaFuncSetAttribute(resort_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "resort smem");
