@@ -343,21 +343,22 @@ void CudaBackend::search_programs(const SearchArgs& a) {
          ds->times(),
          ds->importance()};
   // The dense plan (filter_dense.h) takes the groups of tag programs whose
-  // drivers hold at least 1 / MNEMO_FILTER_DENSE of the slots (30 unless
+  // drivers hold at least 1 / MNEMO_FILTER_DENSE of the slots (100 unless
   // set; 0 turns it off), where at least kDenseMinQueries queries have
   // them and the long-row batch kernel serves the search (FAST, k <= 16).
-  // On the H200 (10M x 192 f16, the filtered track's 2,000 queries, one
-  // run): 36,683 queries/s at 30, 35,205 at 100, 28,950 at 1000, 14,396
-  // with the plan off. At 100 the dense pass took 27.7 ms for its 682
-  // queries (about 4 ms per pass of up to 112 queries over the store);
-  // without it the spans took 0.06 ns per driver slot and 0.26 ns per row
-  // read (1e-2 of the store: about 30 us a query).
+  // A pass of up to 112 queries over the store costs about the same
+  // whatever their filters; a span query 0.066 ns per driver slot and
+  // 0.27 ns per row read. On the H200 (10M x 192 f16, the filtered track's
+  // 10,000 queries in one batch, one process and store): 63,518 queries/s
+  // at 30 (2,294 dense queries in 57.1 ms), 69,864 at 100 (3,524 in 87.6
+  // ms, the spans' evaluation and scan 61.6 -> 19.0 ms), 60,883 at 300;
+  // 1/30 was the best share while a pass took 4 ms instead of 2.6.
   // Their groups get no tiles here: the span scan pads their rows, which
   // the dense pass then writes.
   constexpr uint64_t kDenseMinQueries = 32;
   const uint64_t dense_share = [] {
     const char* e = std::getenv("MNEMO_FILTER_DENSE");
-    return e && *e ? std::strtoull(e, nullptr, 10) : 30ull;
+    return e && *e ? std::strtoull(e, nullptr, 10) : 100ull;
   }();
   const bool fast = cfg_.precision == Precision::fast && fast_queries_fit(v.dtype, a.queries, nq, v.dim);
   // Each group's driver size (its parts' slots), for the plan and the chunks.
