@@ -722,7 +722,8 @@ def shape_grid():
 
 FILTERED_WHERE = {"cpu": "CPU", "gpu": "GPU", "h100": "GPU (H100)", "h200": "GPU (H200)",
                   "h200-dense": "GPU (H200): the dense plan, FAST, against the spans in one process",
-                  "h200-10k": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan on and off"}
+                  "h200-10k": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan on and off",
+                  "h200-shares": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan at three shares"}
 FILTERED_TARGETS = (0.9, 0.95, 0.99)
 
 

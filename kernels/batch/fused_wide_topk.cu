@@ -538,9 +538,9 @@ bool samples(uint32_t slots, uint32_t per) {
 // Rows of each chunk the sampling pass reads: 1 / MNEMO_FUSED_WIDE_SAMPLE_DIV
 // of its tiles (8 unless set), at least one. A bound from a share f of the
 // store's rows lets about kc / f keys a query through afterwards. From one
-// tile a chunk, every tile of 10M x 192 f16 admitted keys of some of 112
-// queries, and the merges and their block-wide waits took half of the
-// kernel's time (H200: 3.39 ms; 2.63 with 1/16 sampled). 1 GB of f16, 1000
+// tile a chunk, 99.7% of the tiles of 10.5M x 192 f16 admitted keys of
+// some of 112 queries, and the merges and their block-wide waits took half
+// of the kernel's time (H200: 3.39 ms; 2.63 with 1/16 sampled). 1 GB of f16, 1000
 // queries, k = 10, at 1/8, 1/16 and one tile: 200 wide 6.73 / 7.34 / 8.14
 // ms, 768 wide 3.52 / 3.63 / 3.96.
 uint32_t sample_rows(uint32_t per) {
