@@ -540,9 +540,11 @@ bool samples(uint32_t slots, uint32_t per) {
 // store's rows lets about kc / f keys a query through afterwards. From one
 // tile a chunk, 99.7% of the tiles of 10.5M x 192 f16 admitted keys of
 // some of 112 queries, and the merges and their block-wide waits took half
-// of the kernel's time (H200: 3.39 ms; 2.63 with 1/16 sampled). 1 GB of f16, 1000
-// queries, k = 10, at 1/8, 1/16 and one tile: 200 wide 6.73 / 7.34 / 8.14
-// ms, 768 wide 3.52 / 3.63 / 3.96.
+// of the kernel's time (H200: 3.39 ms; 2.63 with 1/16 sampled). 1 GB of
+// f16, 1000 queries, k = 10, at 1/8, 1/16 and one tile: 200 wide 6.73 /
+// 7.34 / 8.14 ms, 768 wide 3.52 / 3.63 / 3.96. Where admissions were not
+// what held a pass back, the larger pass costs more than it saves: 100
+// queries over 200 x f32, 0.785 -> 0.841 ms.
 uint32_t sample_rows(uint32_t per) {
   static const uint32_t div = [] {
     const char* e = std::getenv("MNEMO_FUSED_WIDE_SAMPLE_DIV");
