@@ -77,7 +77,8 @@ struct ExecContext {
   // kCounterGroups on); such a kernel leaves them zero again.
   DeviceBuffer counters;
   static constexpr size_t kCounterGroups = 16;
-  static constexpr size_t kCounterWords = kCounterGroups + 4 * 256;  // 4 queries, k <= kSmallKMax
+  static constexpr size_t kCounterFill = kCounterGroups + 4 * 256;  // 4 queries, k <= kSmallKMax
+  static constexpr size_t kCounterWords = kCounterFill + 4;         // a fill word per query of a pass
   // Host-call searches captured as CUDA graphs, over the buffers above.
   SearchGraphs graphs;
 };

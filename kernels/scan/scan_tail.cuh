@@ -109,7 +109,7 @@ __device__ __forceinline__ int rank_in(const Cand* c, int n, Cand e, int self, c
 // list, padded with empty entries).
 template <int QB>
 __device__ __forceinline__ void block_list_by_rank(const Cand* lists, const int* counts, const uint64_t* ids, int q,
-                                                   uint32_t k, Cand* out, unsigned* groups) {
+                                                   uint32_t k, Cand* out, unsigned* groups, bool pad) {
   int total = 0;
 #pragma unroll
   for (int w = 0; w < kScanWarps; ++w) total += counts[w * QB + q];
@@ -127,7 +127,7 @@ __device__ __forceinline__ void block_list_by_rank(const Cand* lists, const int*
       if (groups) atomicMax(groups + q * k + (blockIdx.x + rank) % k, ordered_bits(e.key));
     }
   }
-  if (t >= total && t < static_cast<int>(k)) out[t] = empty_cand();
+  if (pad && t >= total && t < static_cast<int>(k)) out[t] = empty_cand();
 }
 
 // The block's list for query q from its warps' shared-memory lists (k up to
@@ -141,7 +141,7 @@ __device__ __forceinline__ void block_list_by_rank(const Cand* lists, const int*
 // store's size.
 template <int QB>
 __device__ __forceinline__ void block_list_by_search(const Cand* lists, const int* counts, const uint64_t* ids, int q,
-                                                     uint32_t k, Cand* out, unsigned* groups) {
+                                                     uint32_t k, Cand* out, unsigned* groups, bool pad) {
   int total = 0;
 #pragma unroll
   for (int w = 0; w < kScanWarps; ++w) total += counts[w * QB + q];
@@ -170,7 +170,8 @@ __device__ __forceinline__ void block_list_by_search(const Cand* lists, const in
       if (groups) atomicMax(groups + q * k + (blockIdx.x + rank) % k, ordered_bits(c.key));
     }
   }
-  for (int r = total + static_cast<int>(threadIdx.x); r < kk; r += kScanThreads) out[r] = empty_cand();
+  if (pad)
+    for (int r = total + static_cast<int>(threadIdx.x); r < kk; r += kScanThreads) out[r] = empty_cand();
 }
 
 // The last block's merge of query q by rank: the m entries at or above the
@@ -204,6 +205,31 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   // maxima bounds the query's k-th best key from below (at least as tightly
   // as any block's k-th key: its k entries reach all k groups).
   unsigned* const groups = tail.ticket ? tail.groups : nullptr;
+  // Compacted block lists (tail.fill): each block appends its entries to
+  // its query's region of cand (at an offset taken from fill[q]) instead of
+  // writing k entries padded with empty ones, and the last block reads only
+  // what was appended. With a sampled bound most block lists hold a few
+  // entries: at k = 100 the last block read blocks * k entries (up to
+  // 422 KB from L2 at 528 blocks), nearly all of them empty.
+  const bool compact = tail.fill != nullptr && tail.ticket != nullptr && !tail.fold;
+  __shared__ uint32_t s_base[QB];
+  const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
+  // Where the block's list for query q goes, once s_base is set.
+  auto block_out = [&](int q) {
+    return compact ? cand + static_cast<uint64_t>(q) * m_all + s_base[q]
+                   : cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k;
+  };
+  // The counts are in place: reserve each query's entries.
+  auto reserve = [&]() {
+    if (compact && threadIdx.x < min(nq, static_cast<uint32_t>(QB))) {
+      const int q = threadIdx.x;
+      int total = 0;
+#pragma unroll
+      for (int w = 0; w < kScanWarps; ++w) total += counts[w * QB + q];
+      s_base[q] = atomicAdd(tail.fill + q, min(static_cast<uint32_t>(total), k));
+    }
+    __syncthreads();
+  };
   if constexpr (kRegs) {
 #pragma unroll
     for (int q = 0; q < QB; ++q) {
@@ -211,9 +237,9 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
       if (lane == 0) counts[warp * QB + q] = wl[q].n;
     }
     __syncthreads();
+    reserve();
     for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q)
-      block_list_by_rank<QB>(lists, counts, ids, q, k, cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k,
-                             groups);
+      block_list_by_rank<QB>(lists, counts, ids, q, k, block_out(q), groups, !compact);
   } else if (!tail.fold) {
     // Shared-memory lists are already in place: their counts, then the
     // block's list by search.
@@ -221,9 +247,9 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
     for (int q = 0; q < QB; ++q)
       if (lane == 0) counts[warp * QB + q] = wl[q].n;
     __syncthreads();
+    reserve();
     for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q)
-      block_list_by_search<QB>(lists, counts, ids, q, k, cand + (static_cast<uint64_t>(q) * gridDim.x + blockIdx.x) * k,
-                               groups);
+      block_list_by_search<QB>(lists, counts, ids, q, k, block_out(q), groups, !compact);
   } else {
 #pragma unroll
     for (int q = 0; q < QB; ++q) {
@@ -253,11 +279,13 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   }
   __syncthreads();
   if (!s_last) return;
-  const uint64_t m_all = static_cast<uint64_t>(gridDim.x) * k;
   const uint32_t cap = min(spare_cap, kRankMax);
   for (int q = 0; q < static_cast<int>(nq) && q < QB; ++q) {
     // Entries as one 8-byte word (key bits low, slot high), from L2.
     const auto* c = reinterpret_cast<const unsigned long long*>(cand + static_cast<uint64_t>(q) * m_all);
+    // Entries written: every block's k, or what the blocks appended (read
+    // past L1, which may hold the counter words' line from before).
+    const uint64_t m_q = compact ? __ldcg(tail.fill + q) : m_all;
     // Register lists: the survivors gathered into `spare`, then ranked
     // (merge_by_rank) unless more than cap survive. Otherwise, and for
     // shared-memory lists, each warp offers its survivors to a list and the
@@ -272,12 +300,12 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
     auto pass = [&](bool gather) {
       float bound = 0.0f;
       bool first = true;
-      for (uint64_t b0 = static_cast<uint64_t>(warp) * 32; b0 < m_all; b0 += kBatch * kScanThreads) {
+      for (uint64_t b0 = static_cast<uint64_t>(warp) * 32; b0 < m_q; b0 += kBatch * kScanThreads) {
         unsigned long long v[kBatch];
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) {
           const uint64_t j = b0 + u * kScanThreads + lane;
-          v[u] = j < m_all ? __ldcg(c + j) : ~0ull;
+          v[u] = j < m_q ? __ldcg(c + j) : ~0ull;
         }
         // Only entries at or above the bound can be among the k best: most
         // blocks' lists are skipped after one comparison per entry. Each
@@ -338,6 +366,7 @@ __device__ void finish_scan(List (&wl)[QB], Cand* lists, int* counts, const uint
   // warp has read the groups: the loop above ends with a barrier).
   for (uint32_t j = threadIdx.x; j < QB * k; j += kScanThreads) tail.groups[j] = 0;
   if (tail.live_bound && threadIdx.x < QB) tail.live_bound[threadIdx.x] = 0;
+  if (compact && threadIdx.x < QB) tail.fill[threadIdx.x] = 0;
   if (threadIdx.x == 0) {
     *tail.ticket = 0;
     if (tail.next_unit) *tail.next_unit = 0;

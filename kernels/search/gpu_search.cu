@@ -136,6 +136,17 @@ bool scan_fold() {
   return on;
 }
 
+// Whether the single-pass scans' blocks append their lists (ScanTail::fill)
+// rather than write k entries each at their place (MNEMO_SCAN_COMPACT=0,
+// for measuring).
+bool scan_compact() {
+  static const bool on = [] {
+    const char* e = std::getenv("MNEMO_SCAN_COMPACT");
+    return !(e && std::atoi(e) == 0);
+  }();
+  return on;
+}
+
 // Whether a flat activation search over `slots` slots forms the memory terms
 // in a pass ahead of the scan. On an H200, 1q x 768 f32, activation over
 // plain was 1.043x ahead against 1.065x inline at 2^17 slots, 1.007x against
@@ -241,7 +252,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // counter, the bound's groups.
     unsigned* const counters = ctx.counters.get<unsigned>();
     unsigned* const start = n_sample ? counters + 12 : nullptr;
-    static_assert(ExecContext::kCounterWords >= ExecContext::kCounterGroups + 4 * kSmallKMax, "bound groups");
+    static_assert(ExecContext::kCounterFill >= ExecContext::kCounterGroups + 4 * kSmallKMax, "bound groups");
     static_assert(ExecContext::kCounterGroups >= 16, "start bounds in words 12-15");
     auto sample = [&](uint64_t q0, uint32_t g) {
       if (n_sample) launch_scan_sample(s, q + q0 * ld, qn + q0, g, kc, n_sample, lanes, sample_keys, start, st);
@@ -277,6 +288,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
       tail.fold = scan_fold();
       tail.start = start;
       if (mma) tail.live_bound = counters + 4;  // words 4-7
+      if (scan_compact()) tail.fill = counters + ExecContext::kCounterFill;
       sample(q0, g);
       if (bulk)
         launch_bulk_scan(s, q, qn, kc, cand, blocks, tail, st);

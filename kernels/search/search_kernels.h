@@ -78,6 +78,11 @@ struct ScanTail {
   // blocks share a bound while they scan (ordered bits of a full list's
   // worst key; the tensor-core scan), left zero again by the last block.
   unsigned* live_bound = nullptr;
+  // Zeroed device words, one per query of the pass: with them each block
+  // appends its list's entries to the query's region of the candidates
+  // (not k entries at the block's place), and the last block reads only
+  // those; it leaves them zero again. Needs a ticket.
+  unsigned* fill = nullptr;
 };
 
 // A span table of an inverted-file search (ivf_search.cu): per query,

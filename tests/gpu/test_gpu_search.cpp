@@ -266,6 +266,11 @@ std::vector<Case> cases() {
       const size_t n = dim <= 100 ? (k <= 100 ? 60013 : 9001) : dim == 1000 ? (k <= 33 ? 17011 : 3001) : 1501;
       v.push_back({n, dim, nqs[turn % 3], k, dts[j / 3], mes[j % 3], kExact, 0});
     }
+  // Samples of more than 4096 keys (one row in 128 of over 524,288 rows):
+  // the sampled bound's selection holding 16 keys a thread (the
+  // tensor-core scan, f32 and bf16 rows).
+  v.push_back({600011, 3, 1, 100, kF32, kCos, kExact, 0});
+  v.push_back({530017, 17, 1, 33, kBF16, kDot, kExact, 0});
   // k past the store on the short-row scan and the radix selection.
   v.push_back({500, 64, 1, 1024, kF16, kCos, kExact, 0});
   v.push_back({700, 17, 2, 2048, kF32, kL2, kExact, 0});
