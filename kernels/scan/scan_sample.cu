@@ -102,7 +102,13 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
     const char* e = std::getenv("MNEMO_SCAN_SAMPLE_DIV");
     return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 128u;
   }();
-  const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : 16384);
+  // MNEMO_SCAN_SAMPLE_MAX caps the rows of long lists' samples (16384
+  // unless set, for measuring).
+  static const uint32_t cap_long = [] {
+    const char* e = std::getenv("MNEMO_SCAN_SAMPLE_MAX");
+    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 16384u;
+  }();
+  const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : cap_long);
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;
 }
