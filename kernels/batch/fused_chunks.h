@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
+
+#include "device/env_knob.h"
 
 namespace mnemo::cuda {
 
@@ -15,10 +16,7 @@ namespace mnemo::cuda {
 // of its keys.
 // MNEMO_CHUNK_TILES sets that least count of tiles (for measuring).
 inline unsigned chunk_min_tiles(unsigned fallback) {
-  static const unsigned forced = [] {
-    const char* e = std::getenv("MNEMO_CHUNK_TILES");
-    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 0u;
-  }();
+  static const unsigned forced = static_cast<unsigned>(env_positive("MNEMO_CHUNK_TILES", 0));
   return forced ? forced : fallback;
 }
 

@@ -9,12 +9,12 @@
 // once the thresholds settle a tile costs one compare per score.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "batch/fused_chunks.h"
 #include "batch/mma_frag.cuh"
 #include "device/cp_async.cuh"
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 
 namespace mnemo::cuda {
@@ -328,11 +328,8 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   const uint32_t per = ceil_div(ceil_div(s.slots, chunks), kBS) * kBS;
   const unsigned used = ceil_div(s.slots, per);
   const dim3 grid(ceil_div(nq, kBQ), used);
-  static const FusedOrder order = [] {
-    const char* k = std::getenv("MNEMO_FUSED_ROTATE_K");
-    const char* g = std::getenv("MNEMO_FUSED_TILE_GROUPS");
-    return FusedOrder{k && std::atoi(k) != 0, g ? static_cast<uint32_t>(std::max(1, std::atoi(g))) : 1u};
-  }();
+  static const FusedOrder order{env_int("MNEMO_FUSED_ROTATE_K", 0) != 0,
+                                static_cast<uint32_t>(std::max(1, env_int("MNEMO_FUSED_TILE_GROUPS", 1)))};
   kernel<<<grid, kThreads, smem, st>>>(s, static_cast<const T*>(queries), qnorms, nq, terms, kc, per, cand,
                                        static_cast<uint64_t>(used) * kc, order);
   MNEMO_CUDA_LAUNCHED("fused_gemm_topk_kernel");
@@ -346,10 +343,7 @@ bool fused_gemm_wanted(uint32_t kc, DType t, uint64_t ld) {
   // default only where it measured faster than cuBLAS + selection on the
   // H200: 16-bit storage with short rows (few K steps per tile). Long rows
   // and f32 stay on cuBLAS (docs/lab/2026-11-25-h200-before-scan-tail.md).
-  static const int forced = [] {
-    const char* e = std::getenv("MNEMO_FUSED_GEMM");
-    return e ? std::atoi(e) : -1;
-  }();
+  static const int forced = env_int("MNEMO_FUSED_GEMM", -1);
   if (forced == 0 || kc > static_cast<uint32_t>(kFusedMaxList)) return false;
   if (forced < 0 && (t == DType::f32 || ld > 128)) return false;
   return FusedSmem(static_cast<int>(kc)).bytes() <= device_smem_optin();

@@ -28,7 +28,6 @@
 // The chunk lists are merged and re-scored exactly afterwards, as for the
 // other FAST batch paths.
 #include <algorithm>
-#include <cstdlib>
 #include <cuda/ptx>
 
 #include "batch/chunk_list.cuh"
@@ -39,6 +38,7 @@
 #include "batch/stage_barriers.cuh"
 #include "batch/wgmma.cuh"
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "device/tensor_map.h"
 #include "scan/row_dot.cuh"
 
@@ -626,10 +626,7 @@ size_t smem_bytes(DType t, int ks, uint32_t kc) {
 // Whether the sampling pass runs first (MNEMO_FUSED_SHORT_SAMPLE=0 turns it
 // off, for measuring).
 bool sampling_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_FUSED_SHORT_SAMPLE");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_FUSED_SHORT_SAMPLE", 1) != 0;
   return on;
 }
 
@@ -637,10 +634,7 @@ bool sampling_on() {
 // MNEMO_FUSED_SHORT_WALKERS overrides it (1: one block walks every chunk;
 // for tests and measuring).
 unsigned sampling_walkers(unsigned sm_count, unsigned qtiles) {
-  static const unsigned forced = [] {
-    const char* e = std::getenv("MNEMO_FUSED_SHORT_WALKERS");
-    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 0u;
-  }();
+  static const unsigned forced = static_cast<unsigned>(env_positive("MNEMO_FUSED_SHORT_WALKERS", 0));
   return forced ? forced : sm_count / std::max(1u, qtiles);
 }
 
@@ -712,10 +706,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float2* term
 
 bool fused_short_usable(uint32_t slots, uint32_t kc, DType t, uint64_t ld) {
   // MNEMO_FUSED_SHORT=0 turns it off (for measuring against the other paths).
-  static const bool off = [] {
-    const char* e = std::getenv("MNEMO_FUSED_SHORT");
-    return e && std::atoi(e) == 0;
-  }();
+  static const bool off = env_int("MNEMO_FUSED_SHORT", 1) == 0;
   // Tensor-copy row coordinates are signed 32-bit.
   if (off || kc == 0 || kc > 32 || slots > 0x7fffffffu) return false;
   const int ks = ksteps_for(ld * dtype_size(t), t);
@@ -732,10 +723,7 @@ unsigned fused_short_chunks(uint32_t slots, uint32_t nq, DType t, uint64_t ld, u
   // 19.0; f32 17.5, 17.9, 18.4, 19.9; not profiled: each chunk adds a list
   // per query to the merge and a block start-up). MNEMO_FUSED_SHORT_WAVES
   // overrides it (for measuring).
-  static const unsigned waves = [] {
-    const char* e = std::getenv("MNEMO_FUSED_SHORT_WAVES");
-    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
-  }();
+  static const unsigned waves = static_cast<unsigned>(env_positive("MNEMO_FUSED_SHORT_WAVES", 2));
   return fused_chunk_count(ceil_div(nq, bq), slots, rows, sm_count, waves);
 }
 

@@ -35,6 +35,7 @@
 #include "batch/stage_barriers.cuh"
 #include "batch/wgmma.cuh"
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "device/tensor_map.h"
 #include "select/overflow_rank.cuh"
 
@@ -520,10 +521,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 // Whether the sampling pass runs first (MNEMO_FUSED_WIDE_SAMPLE=0 turns it
 // off, for measuring).
 bool sampling_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_FUSED_WIDE_SAMPLE");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_FUSED_WIDE_SAMPLE", 1) != 0;
   return on;
 }
 
@@ -546,10 +544,7 @@ bool samples(uint32_t slots, uint32_t per) {
 // what held a pass back, the larger pass costs more than it saves: 100
 // queries over 200 x f32, 0.785 -> 0.841 ms.
 uint32_t sample_rows(uint32_t per) {
-  static const uint32_t div = [] {
-    const char* e = std::getenv("MNEMO_FUSED_WIDE_SAMPLE_DIV");
-    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 8u;
-  }();
+  static const uint32_t div = static_cast<uint32_t>(env_positive("MNEMO_FUSED_WIDE_SAMPLE_DIV", 8));
   return std::max<uint32_t>(1, per / kRows / div) * kRows;
 }
 
@@ -615,10 +610,7 @@ unsigned launch_any(const StoreRef& s, bool fast, A&&... a) {
 
 bool wide_off() {
   // MNEMO_FUSED_WIDE=0 turns it off (for measuring against the other paths).
-  static const bool off = [] {
-    const char* e = std::getenv("MNEMO_FUSED_WIDE");
-    return e && std::atoi(e) == 0;
-  }();
+  static const bool off = env_int("MNEMO_FUSED_WIDE", 1) == 0;
   return off;
 }
 
@@ -662,10 +654,7 @@ bool fused_wide_emit_usable(uint32_t slots, uint32_t nq, uint32_t kc, DType t, u
 
 unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
   // MNEMO_FUSED_WIDE_WAVES sets the minimum number of waves (for measuring).
-  static const unsigned waves = [] {
-    const char* e = std::getenv("MNEMO_FUSED_WIDE_WAVES");
-    return e && std::atoi(e) > 0 ? static_cast<unsigned>(std::atoi(e)) : 2u;
-  }();
+  static const unsigned waves = static_cast<unsigned>(env_positive("MNEMO_FUSED_WIDE_WAVES", 2));
   // Chunks of 4 tiles or more: a small store's batch at 16 left most SMs
   // idle (64 MB, 100 queries, k = 10, kernel ms at 16 / 8 / 4 tiles: 384
   // wide 0.284 / 0.177 / 0.179-0.191, 1536 wide 0.495 / 0.270 /

@@ -1,11 +1,11 @@
 // The kc-th largest of each query's sampled keys: a radix selection over
 // the keys' ordered bits, one block a query.
-#include <cstdlib>
 #include <type_traits>
 
 #include "batch/sample_bound.h"
 #include "device/cuda_util.cuh"
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "select/warp_list.cuh"
 
 namespace mnemo::cuda {
@@ -123,14 +123,8 @@ bool sample_bound_fits(uint32_t count) { return static_cast<size_t>(count) * 4 +
 void launch_sample_bound(const float* keys, uint32_t count, uint32_t nq, uint32_t kc, unsigned* gth, cudaStream_t st) {
   // MNEMO_KTH_GROUP=1: lanes grouped by digit; MNEMO_KTH_SHARED=1: the keys
   // in shared memory at every count (both for measuring).
-  static const bool group = [] {
-    const char* e = std::getenv("MNEMO_KTH_GROUP");
-    return e && std::atoi(e) == 1;
-  }();
-  static const bool shared = [] {
-    const char* e = std::getenv("MNEMO_KTH_SHARED");
-    return e && std::atoi(e) == 1;
-  }();
+  static const bool group = env_int("MNEMO_KTH_GROUP", 0) == 1;
+  static const bool shared = env_int("MNEMO_KTH_SHARED", 0) == 1;
   auto go = [&](auto kernel, size_t smem) {
     if (smem > 48 * 1024)
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),

@@ -1,7 +1,7 @@
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
 
+#include "device/env_knob.h"
 #include "device/exec_context.h"
 #include "device/graph_cache.h"
 #include "search/search_kernels.h"
@@ -71,10 +71,7 @@ SearchGraphKey search_graph_key(const ExecContext& ctx, const StoreRef& s, const
 }
 
 bool SearchGraphs::enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_SEARCH_GRAPH");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_SEARCH_GRAPH", 1) != 0;
   return on;
 }
 

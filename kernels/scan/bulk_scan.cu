@@ -9,10 +9,10 @@
 // for f32 rows, so it serves 16-bit storage only (no f32 instances: 20
 // fewer kernels to compile).
 #include <algorithm>
-#include <cstdlib>
 #include <cuda/ptx>
 
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
 
@@ -241,10 +241,7 @@ void launch_dtype(const StoreRef& s, const float* q, const float* qn, uint32_t k
 bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   // MNEMO_SCAN_BULK=0 turns it off (for measuring and testing the
   // register-fed scan on 16-bit rows).
-  static const bool off = [] {
-    const char* e = std::getenv("MNEMO_SCAN_BULK");
-    return e && std::atoi(e) == 0;
-  }();
+  static const bool off = env_int("MNEMO_SCAN_BULK", 1) == 0;
   if (off || s.dtype == DType::f32) return false;
   if (nq != 1 || s.act || s.slots == 0) return false;
   const uint64_t row_bytes = s.ld * dtype_size(s.dtype);

@@ -3,9 +3,9 @@
 // metric.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "device/device_caps.h"
+#include "device/env_knob.h"
 #include "scan/mma_scan.h"
 #include "scan/mma_scan_kernel.cuh"
 
@@ -62,10 +62,7 @@ bool mma_scan_16_wanted(const StoreRef& s, uint32_t nq, int forced) {
 }  // namespace
 
 bool mma_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
-  static const int forced = [] {
-    const char* e = std::getenv("MNEMO_SCAN_MMA");
-    return e ? std::atoi(e) : -1;
-  }();
+  static const int forced = env_int("MNEMO_SCAN_MMA", -1);
   if (forced == 0) return false;
   // Shared memory: the rings, the queries' columns and the lists must fit
   // a block (wider rows take the row-by-row scans).

@@ -10,10 +10,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 #include "batch/sample_bound.h"
+#include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
 
@@ -85,10 +85,7 @@ void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t n
 }  // namespace
 
 uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
-  static const bool off = [] {
-    const char* e = std::getenv("MNEMO_SCAN_SAMPLE");
-    return e && std::atoi(e) == 0;
-  }();
+  static const bool off = env_int("MNEMO_SCAN_SAMPLE", 1) == 0;
   // Register lists (k <= 32) admit cheaply and their tail bounds itself,
   // unless an offer costs a re-score (the tensor-core scan): then a
   // smaller sample (its selection is the sampling's larger part) still
@@ -98,16 +95,10 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
   // 128 * kc rows are offered to the lists. Stores under 512 * kc rows
   // are not sampled (their lists see few rows each). MNEMO_SCAN_SAMPLE_DIV
   // sets another share (one row in N, for measuring).
-  static const uint32_t div = [] {
-    const char* e = std::getenv("MNEMO_SCAN_SAMPLE_DIV");
-    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 128u;
-  }();
+  static const uint32_t div = static_cast<uint32_t>(env_positive("MNEMO_SCAN_SAMPLE_DIV", 128));
   // MNEMO_SCAN_SAMPLE_MAX caps the rows of long lists' samples (16384
   // unless set, for measuring).
-  static const uint32_t cap_long = [] {
-    const char* e = std::getenv("MNEMO_SCAN_SAMPLE_MAX");
-    return e && std::atoi(e) > 0 ? static_cast<uint32_t>(std::atoi(e)) : 16384u;
-  }();
+  static const uint32_t cap_long = static_cast<uint32_t>(env_positive("MNEMO_SCAN_SAMPLE_MAX", 16384));
   const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : cap_long);
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;

@@ -5,8 +5,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 
+#include "device/env_knob.h"
 #include "scan/scan_tail.cuh"
 #include "scan/scan_topk.h"
 
@@ -17,21 +17,15 @@ unsigned scan_blocks(const StoreRef& s, unsigned sm_count) {
   // stores still get at least two blocks per SM while each warp keeps four
   // rows (two steps of two), since the last block's merge of the block
   // lists is cheap (the bound filter drops most entries unread).
-  static const unsigned min_rows = [] {
-    const char* e = std::getenv("MNEMO_SCAN_MIN_ROWS");  // rows per warp at least (for measuring)
-    const int v = e ? std::atoi(e) : 0;
-    return v > 0 ? static_cast<unsigned>(v) : 4u;
-  }();
+  // MNEMO_SCAN_MIN_ROWS: rows per warp at least (for measuring).
+  static const unsigned min_rows = static_cast<unsigned>(env_positive("MNEMO_SCAN_MIN_ROWS", 4));
   const unsigned want = sm_count * 4;
   const unsigned by_rows = ceil_div(std::max<uint32_t>(s.slots, 1), kScanWarps * min_rows);
   return std::max(1u, std::min(want, by_rows));
 }
 
 int scan_lanes(const StoreRef& s) {
-  static const bool off = [] {
-    const char* e = std::getenv("MNEMO_SCAN_SHORT");
-    return e && std::atoi(e) == 0;
-  }();
+  static const bool off = env_int("MNEMO_SCAN_SHORT", 1) == 0;
   const uint64_t nvec = s.ld * dtype_size(s.dtype) / 16;
   if (off || nvec > 32) return 0;
   return nvec <= 4 ? 4 : nvec <= 8 ? 8 : nvec <= 16 ? 16 : 32;

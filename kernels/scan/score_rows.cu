@@ -11,9 +11,9 @@
 // them (same bits, row_dot.cuh), by a kernel of their own for plain keys
 // (score_short_kernel) and by the generic loop for activation rankings.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
+#include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
 
@@ -169,10 +169,7 @@ unsigned wave_grid(K kernel, size_t smem, unsigned sm_count, unsigned wanted) {
 
 // MNEMO_SCORE_SHORT=0 sends short rows to the generic loop (for measuring).
 bool score_short_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_SCORE_SHORT");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_SCORE_SHORT", 1) != 0;
   return on;
 }
 

@@ -13,6 +13,7 @@
 #include "device/cuda_backend.h"
 #include "device/device_args.h"
 #include "device/device_store.h"
+#include "device/env_knob.h"
 #include "search/ivf_search.h"
 #include "search/search_kernels.h"
 #include "select/compact_select.h"
@@ -102,10 +103,7 @@ uint64_t l2_tile_bytes() {
 // against 0.487 without, 128 x f16 0.559 against 0.484, 256 x f16 0.538
 // against 0.467. MNEMO_SCAN_PREFETCH = 0 / 1 overrides it (for measuring).
 bool scan_prefetch(const StoreRef& s) {
-  static const int forced = [] {
-    const char* e = std::getenv("MNEMO_SCAN_PREFETCH");
-    return e ? std::atoi(e) : -1;
-  }();
+  static const int forced = env_int("MNEMO_SCAN_PREFETCH", -1);
   if (forced >= 0) return forced != 0;
   // 16-bit rows past 512 bytes, up to 1536: a warp's next rows for all the
   // resident warps then fit L2 (about 8,448 warps of two rows: 13 MB). At
@@ -119,20 +117,14 @@ bool scan_prefetch(const StoreRef& s) {
 // separate merge kernel does). MNEMO_SCAN_TAIL = 0 turns it off (for
 // measuring).
 bool scan_tail_merge() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_SCAN_TAIL");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_SCAN_TAIL", 1) != 0;
   return on;
 }
 
 // Whether the single-query scans fold shared-memory lists by insertion, as
 // before the ranks by binary search (MNEMO_SCAN_FOLD=1, for measuring).
 bool scan_fold() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_SCAN_FOLD");
-    return e && std::atoi(e) == 1;
-  }();
+  static const bool on = env_int("MNEMO_SCAN_FOLD", 0) == 1;
   return on;
 }
 
@@ -140,10 +132,7 @@ bool scan_fold() {
 // rather than write k entries each at their place (MNEMO_SCAN_COMPACT=0,
 // for measuring).
 bool scan_compact() {
-  static const bool on = [] {
-    const char* e = std::getenv("MNEMO_SCAN_COMPACT");
-    return !(e && std::atoi(e) == 0);
-  }();
+  static const bool on = env_int("MNEMO_SCAN_COMPACT", 1) != 0;
   return on;
 }
 
@@ -154,10 +143,7 @@ bool scan_compact() {
 // terms, unmeasured against the pass's launch. MNEMO_ACT_TERMS = 0 / 1
 // overrides it (for measuring).
 bool act_terms_wanted(uint32_t slots) {
-  static const int forced = [] {
-    const char* e = std::getenv("MNEMO_ACT_TERMS");
-    return e ? std::atoi(e) : -1;
-  }();
+  static const int forced = env_int("MNEMO_ACT_TERMS", -1);
   if (forced >= 0) return forced != 0;
   return slots >= (1u << 17);
 }
