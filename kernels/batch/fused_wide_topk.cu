@@ -78,21 +78,32 @@ struct WideLayout {
   }
 };
 
-// Barriers among the consumer warps only (the producer never waits on
-// them): a vote, and a plain barrier. Unused where the kernel body is
-// compiled out (below sm_90).
-[[maybe_unused]] __device__ __forceinline__ bool consumers_any(bool v) {
+// Barriers among consumer warps only (the producer never waits on them): a
+// vote, and a plain barrier, over `n` threads at barrier `id`: the block's
+// eight consumer warps, or one warpgroup (whose queries' queues and lists
+// no other warp touches), so that one warpgroup's merges and waits leave
+// the other's MMAs running. Unused where the kernel body is compiled out
+// (below sm_90).
+[[maybe_unused]] __device__ __forceinline__ bool consumers_any(bool v, uint32_t id, uint32_t n) {
   uint32_t r;
   asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, 1, %2, p;\n selp.u32 %0, 1, 0, q;\n}\n"
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.u32 %0, 1, 0, q;\n}\n"
       : "=r"(r)
-      : "r"(static_cast<uint32_t>(v)), "n"(kConsumers * 32)
+      : "r"(static_cast<uint32_t>(v)), "r"(id), "r"(n)
       : "memory");
   return r != 0;
 }
-[[maybe_unused]] __device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 2, %0;\n" ::"n"(kConsumers * 32) : "memory");
+[[maybe_unused]] __device__ __forceinline__ void consumers_sync(uint32_t id, uint32_t n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+
+// How the store pass reads other chunks' thresholds (at a tile's start once
+// pub_slabs slabs have passed since the last read) and where it votes
+// (group_votes: per warpgroup, else over the block's consumers).
+struct WidePace {
+  uint32_t pub_slabs;
+  uint32_t group_votes;
+};
 
 // One k-step of a warp's 2 x 7 MMA tiles. SPLIT (f32 rows, EXACT
 // searches): three TF32 MMAs per tile, each operand split into a TF32 high
@@ -141,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                       uint32_t kc, uint32_t chunk_slots, uint32_t chunk_rows, uint32_t slabs, Cand* __restrict__ cand,
                       uint64_t cand_stride, unsigned* __restrict__ gth, float* __restrict__ sample, WideCandidates out,
                       const __grid_constant__ CUtensorMap rows, const __grid_constant__ CUtensorMap qmap,
-                      QueryMask mask) {
+                      QueryMask mask, WidePace pace) {
   static_assert(!(MASK && EMIT), "masks serve the list kernel");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -237,6 +248,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int g = lane >> 2, t4 = lane & 3;
   const int wr = warp & 3, wq = warp >> 2;
   const uint32_t cq0 = wq * kWarpQueries;
+  // The vote's and the merges' barriers: per warpgroup (ids 1 + wq and 3 +
+  // wq) or over all eight consumer warps (ids 1 and 2).
+  const uint32_t vote_id = pace.group_votes ? 1 + wq : 1, sync_id = pace.group_votes ? 3 + wq : 2;
+  const uint32_t vote_n = pace.group_votes ? 128 : kConsumers * 32;
   // Split TF32 needs its operands in registers: warp MMAs.
   constexpr bool kWg = MNEMO_WGMMA && !SPLIT;
   const auto tile_row = [&](int i, int h) -> uint32_t {
@@ -281,22 +296,29 @@ __global__ void __launch_bounds__(kThreads, 1)
   float smax[kNT][2];
 #pragma unroll
   for (int j = 0; j < kNT; ++j) smax[j][0] = smax[j][1] = nan;
-  uint32_t it = 0;
+  uint32_t it = 0, next_pub = 0;
   for (uint32_t t = 0; t < tiles; ++t) {
     const uint32_t first = lo + t * kRows;
     const uint32_t n = min(kRows, hi - first);
     // Other chunks' thresholds, loaded now and applied after the tile (the
-    // loads' latency hides behind its MMAs). The emitting pass keeps its
-    // sampled bound (nothing raises it), so it loads none: every warp of
-    // every block reading the same words each tile queued on their L2
-    // lines (as in the short-row kernel).
+    // loads' latency hides behind its MMAs), once pace.pub_slabs slabs have
+    // passed since the last read: every warp of every block reads the same
+    // words, and over short rows, loaded each tile, they queued on their L2
+    // lines (10.5M x 192 f16, 112 queries: their first use held 14% of the
+    // stall samples, and a pass took 3.0 ms against 2.07 read every eighth
+    // tile), while over long rows a tile's MMAs space them out and the
+    // sooner a threshold rises the fewer keys pass. The emitting pass keeps
+    // its sampled bound (nothing raises it), so it loads none. A threshold
+    // read later is still a bound that every chunk holds.
     unsigned pub[kNT][2];
+    const bool load_pub = !EMIT && it >= next_pub;
+    if (load_pub) next_pub = it + pace.pub_slabs;
 #pragma unroll
     for (int j = 0; j < kNT; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const uint32_t q = q0 + cq0 + j * 8 + 2 * t4 + e;
-        pub[j][e] = !EMIT && q < nq ? __ldcg(gth + q) : 0u;
+        pub[j][e] = load_pub && q < nq ? __ldcg(gth + q) : 0u;
       }
     // The mask word of each m-tile's 16 rows (one aligned 32-row word:
     // tiles start at multiples of kRows) for each of the lane's queries,
@@ -428,7 +450,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    if (consumers_any(any)) {
+    if (consumers_any(any, vote_id, vote_n)) {
       if constexpr (EMIT) {
         // Each warp appends the queues of the queries it owns to their
         // candidates in device memory: one atomic per query reserves the
@@ -479,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-      consumers_sync();
+      consumers_sync(sync_id, vote_n);
       if constexpr (!EMIT) {
 #pragma unroll
         for (int j = 0; j < kNT; ++j)
@@ -548,6 +570,18 @@ uint32_t sample_rows(uint32_t per) {
   return std::max<uint32_t>(1, per / kRows / div) * kRows;
 }
 
+// MNEMO_FUSED_WIDE_PUB_SLABS (slabs of 128 bytes between threshold reads;
+// 24 unless set: every eighth tile over 192 x f16, every tile from 1536 x
+// f16) and MNEMO_FUSED_WIDE_GROUP_VOTES=0 (the block-wide vote) bring back
+// the earlier forms (a read every tile: 1), for measuring. The votes per
+// warpgroup: 112 queries over 10.5M x 192 f16 2.07 -> 1.90 ms, 1000 queries
+// 16.25 -> 15.27 ms, 1000 over 1 GB of 384 x f16 4.58 -> 4.42 ms.
+WidePace wide_pace() {
+  static const WidePace p{static_cast<uint32_t>(env_positive("MNEMO_FUSED_WIDE_PUB_SLABS", 24)),
+                          env_int("MNEMO_FUSED_WIDE_GROUP_VOTES", 1) != 0 ? 1u : 0u};
+  return p;
+}
+
 // out.count set: long lists, kc candidates per query chosen from what the
 // kernel writes to out (the dense pass, where out.dense is set, alone);
 // otherwise the chunk lists in cand.
@@ -559,6 +593,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   const uint32_t kl = emit ? 0 : kc;  // the shared-memory lists' length
   const WideLayout L(kl);
   const QueryMask qm = mask ? *mask : QueryMask{};
+  const WidePace pace = wide_pace();
   auto lists_kernel = mask ? fused_wide_kernel<T, SPLIT, false, true> : fused_wide_kernel<T, SPLIT, false>;
   auto kernel = emit ? fused_wide_kernel<T, SPLIT, true> : lists_kernel;
   // Set on every launch: the attribute belongs to each instantiation alone.
@@ -576,7 +611,7 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
     // Blocks of query tiles without an overflowed query of the round leave
     // at once.
     kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
-                                            rows, qmap, qm);
+                                            rows, qmap, qm, pace);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (dense)");
     return used;
   }
@@ -589,12 +624,12 @@ unsigned launch_typed(const StoreRef& s, const void* queries, const float* qnorm
   // holds exactly.
   if (samples(s.slots, per)) {
     lists_kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, sample_rows(per), slabs, cand, stride,
-                                                  gth, sample, WideCandidates{}, rows, qmap, qm);
+                                                  gth, sample, WideCandidates{}, rows, qmap, qm, pace);
     MNEMO_CUDA_LAUNCHED("fused_wide_kernel (sampling)");
     launch_sample_bound(sample, used * 32, nq, kc, gth, st);
   }
   kernel<<<grid, kThreads, L.bytes, st>>>(s, qnorms, nq, terms, kl, per, per, slabs, cand, stride, gth, nullptr, out,
-                                          rows, qmap, qm);
+                                          rows, qmap, qm, pace);
   MNEMO_CUDA_LAUNCHED("fused_wide_kernel");
   return used;
 }
