@@ -694,7 +694,10 @@ unsigned fused_wide_chunks(uint32_t slots, uint32_t nq, unsigned sm_count) {
   // idle (64 MB, 100 queries, k = 10, kernel ms at 16 / 8 / 4 tiles: 384
   // wide 0.284 / 0.177 / 0.179-0.191, 1536 wide 0.495 / 0.270 /
   // 0.177-0.191; 1 GB stores have two waves of longer chunks either way).
-  return fused_chunk_count(ceil_div(nq, kQueries), slots, kRows, sm_count, waves, 4);
+  // MNEMO_FUSED_WIDE_FILL=0: the most chunks of 4 tiles where the store is
+  // too small for those waves (fused_chunk_count's fill_down), for measuring.
+  static const bool fill = env_int("MNEMO_FUSED_WIDE_FILL", 1) != 0;
+  return fused_chunk_count(ceil_div(nq, kQueries), slots, kRows, sm_count, waves, 4, fill);
 }
 
 size_t fused_wide_sample_bytes(uint32_t nq, unsigned chunks) { return static_cast<size_t>(nq) * chunks * 32 * 4; }
