@@ -138,6 +138,31 @@ inline bool prefetch_by_rows() {
 // the array at `rows` (a gather: each row alone, asked for kGatherAhead
 // rows early, as far as slots[listed - 1]).
 constexpr size_t kGatherAhead = 4;
+// The gather asks for its rows into L2 only (prefetcht2): asked into L1
+// (prefetcht0), a 10% namespace scope interleaved over 1M x 192 f32 took
+// 2.24-2.69x the time of a store of just its rows on the 2-core machine
+// (two threads, process pairs), against 1.81-1.91x (why is a guess: asked
+// into L1, the rows hold its few miss buffers). Knobs for measuring: rows ahead
+// (MNEMO_CPU_GATHER_AHEAD) and the hint (MNEMO_CPU_GATHER_HINT: 0 T0, 1 T1,
+// 2 T2, 3 NTA, 4 none).
+inline size_t gather_ahead() {
+  static const size_t v = env_size("MNEMO_CPU_GATHER_AHEAD", kGatherAhead);
+  return v;
+}
+inline int gather_hint() {
+  static const int v = static_cast<int>(env_size("MNEMO_CPU_GATHER_HINT", 2));
+  return v;
+}
+inline void prefetch_hint(const unsigned char* p, int hint) {
+  switch (hint) {
+    case 0: __builtin_prefetch(p, 0, 3); break;
+    case 1: __builtin_prefetch(p, 0, 2); break;
+    case 2: __builtin_prefetch(p, 0, 1); break;
+    case 3: __builtin_prefetch(p, 0, 0); break;
+    default: break;
+  }
+}
+
 template <class L, size_t M, bool kL2>
 void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n, size_t ld, float* out,
                   const uint32_t* slots = nullptr, size_t listed = 0) {
@@ -156,12 +181,13 @@ void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n,
   // against whole rows asked for at once.
   const size_t row_bytes = dim * sizeof(typename L::T);
   const size_t pf = !slots && n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows() ? prefetch_ahead() : 0;
-  const size_t ahead = slots ? kGatherAhead : row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
+  const size_t ahead = slots ? gather_ahead() : row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
   const size_t known = slots ? listed : n;
+  const int hint = slots ? gather_hint() : 0;
   for (size_t r = 0; r < n; ++r) {
     if (!pf && r + ahead < known) {
       const auto* p = reinterpret_cast<const unsigned char*>(at(r + ahead));
-      for (size_t o = 0; o < row_bytes; o += 64) hwy::Prefetch(p + o);
+      for (size_t o = 0; o < row_bytes; o += 64) prefetch_hint(p + o, hint);
     }
     score_one_row<L, M, kL2>(df, q, at(r), dim, s, pf);
     for (size_t j = 0; j < M; ++j) out[j * ld + r] = s[j];
