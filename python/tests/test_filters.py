@@ -972,3 +972,40 @@ def test_closed_filter_and_where_each_shape(cpu_rt) -> None:
         store.select(where=[("a", 1)])
     with pytest.raises(TypeError):
         store.select(offset=1.5)
+
+
+def test_dict_filters_are_whole_filters_within_the_size_limits():
+    """A dict is parsed into one Filter (its pieces are never handed out),
+    and the nesting and node limits hold for every way of giving one."""
+    from mnemo.filters import as_filter
+    d = {"user": "u1", "year": {"$gte": 2020, "$lt": 2030}, "$tags": {"$any": ["a", "b"]},
+         "$or": [{"$namespace": ("users", "1")}, {"$not": {"$key": "k"}}]}
+    for f in (Filter(d), Filter.from_dict(d), as_filter(d)):
+        assert type(f) is Filter
+        assert f.handle != 0
+        assert Filter(f.to_dict()).to_dict() == f.to_dict()
+    deep: Dict[str, Any] = {"a": 1}
+    for _ in range(300):
+        deep = {"$not": deep}
+    wide = {"$or": [{"a": i} for i in range(70_000)]}
+    for bad, what in ((deep, "levels deep"), (wide, "nodes")):
+        for make in (Filter, Filter.from_dict, as_filter):
+            with pytest.raises(ValueError, match=what):
+                make(bad)
+
+
+def test_dict_cache_tells_value_kinds_apart():
+    """Equal dicts share one cached Filter; dicts equal in Python but not
+    as filters (True, 1, 1.0 and "1"; a list and a tuple of tags stay
+    equal) do not."""
+    from collections import OrderedDict
+
+    from mnemo.filters import as_filter
+    a = as_filter({"n": 1, "$tags": ["x"]})
+    assert as_filter({"n": 1, "$tags": ["x"]}) is a
+    assert as_filter(OrderedDict([("n", 1), ("$tags", ["x"])])) is a
+    assert as_filter({"n": 1, "$tags": ("x",)}) is a
+    kinds = [as_filter({"n": v, "$tags": ["x"]}) for v in (1, True, 1.0, "1", np.int64(1))]
+    assert len({id(f) for f in kinds[:4]}) == 4
+    assert len({f._tree for f in kinds[:4]}) == 4  # typed values: not Python's equality
+    assert kinds[4]._tree == kinds[0]._tree
