@@ -1,5 +1,5 @@
 // The single-query scan fed by bulk copies (Hopper's TMA engine,
-// cp.async.bulk): each warp streams units of two consecutive rows, taken in
+// cp.async.bulk): each warp streams units of consecutive rows, taken in
 // chunks from a shared counter, into a ring of stages in shared memory, so
 // an SM keeps ~190 KB of rows in flight without holding them in registers. Keys
 // are the same bits as the register-fed scan's (scan_topk.cu: same per-lane
@@ -22,12 +22,15 @@ namespace {
 
 namespace ptx = ::cuda::ptx;
 
-constexpr uint32_t kUnitRows = 2;
-// A warp takes kChunkUnits consecutive units at a time, one row per lane;
-// its copies run at most kMaxStages units ahead, so into one next chunk.
-constexpr uint32_t kChunkUnits = 32 / kUnitRows;
+// A unit is the rows of one bulk copy and of one wait: two, or four where
+// rows are short. Two-row units ran at the same units a second over
+// 768-byte rows as over 1 KB rows (1.8G a second, H200), 63% of the read
+// floor at 768 bytes; four-row units took 1 GB of them from 0.383 to 0.337
+// ms, and of 1 KB rows from 0.282 to 0.268.
+// A warp takes 32 / unit rows consecutive units at a time (a chunk), one
+// row per lane; its copies run at most chunk - 1 units ahead, so into one
+// next chunk.
 constexpr uint32_t kMaxStages = 8;
-static_assert(kMaxStages < kChunkUnits, "the copies ahead reach at most one next chunk");
 // Ring bytes per warp aimed at: two blocks of 8 warps then fit an SM.
 constexpr uint32_t kRingBytes = 12 * 1024;
 constexpr size_t kMaxSmem = 113 * 1024;
@@ -35,15 +38,24 @@ constexpr size_t kMaxSmem = 113 * 1024;
 struct BulkLayout {
   uint32_t stages, unit_bytes;
   size_t ring, bars, lists, bytes;
-  BulkLayout(uint64_t row_bytes, uint32_t k) {
-    unit_bytes = static_cast<uint32_t>(kUnitRows * row_bytes);
-    stages = std::max<uint32_t>(2, std::min<uint32_t>(kMaxStages, kRingBytes / std::max<uint32_t>(unit_bytes, 1)));
+  BulkLayout(uint64_t row_bytes, uint32_t k, uint32_t unit_rows) {
+    unit_bytes = static_cast<uint32_t>(unit_rows * row_bytes);
+    const uint32_t most = std::min<uint32_t>(kMaxStages, 32 / unit_rows - 1);
+    stages = std::max<uint32_t>(2, std::min<uint32_t>(most, kRingBytes / std::max<uint32_t>(unit_bytes, 1)));
     ring = 0;
     bars = ring + static_cast<size_t>(kScanWarps) * stages * unit_bytes;
     lists = bars + static_cast<size_t>(kScanWarps) * stages * 8;
     bytes = lists + static_cast<size_t>(kScanWarps) * k * sizeof(Cand) + kScanWarps * sizeof(int);
   }
 };
+
+// Rows a unit: four for rows of at most 1 KB (384- and 512-wide 16-bit
+// rows; MNEMO_SCAN_BULK_UNIT=2 brings back two there, for measuring), else
+// two (a 6 KB unit would leave two stages).
+uint32_t unit_rows(uint64_t row_bytes) {
+  static const bool two = env_int("MNEMO_SCAN_BULK_UNIT", 4) == 2;
+  return row_bytes > 1024 || two ? 2 : 4;
+}
 
 // Dot product or squared distance of a row in shared memory with the query
 // in registers, reduced across the warp: row_sums' order of operations.
@@ -74,11 +86,12 @@ __device__ __forceinline__ float shared_row_sum(const unsigned char* row,
   return acc;
 }
 
-template <class T, bool L2, int NVEC, class List>
+template <class T, bool L2, int NVEC, uint32_t kUnitRows, class List>
 __global__ void __launch_bounds__(kScanThreads, 2)
     bulk_scan_kernel(StoreRef s, const float* __restrict__ query, const float* __restrict__ qnorm, uint32_t k,
                      Cand* __restrict__ cand, ScanTail tail, uint32_t stages) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr uint32_t kChunkUnits = 32 / kUnitRows;
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int V = Vec16<T>::kElems;
   constexpr int NV = (NVEC + 31) / 32;
@@ -208,7 +221,8 @@ __global__ void __launch_bounds__(kScanThreads, 2)
 template <class T, bool L2, class List>
 void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
                   const ScanTail& tail, cudaStream_t st) {
-  const BulkLayout lay(s.ld * sizeof(T), k);
+  const uint32_t ur = unit_rows(s.ld * sizeof(T));
+  const BulkLayout lay(s.ld * sizeof(T), k, ur);
   auto go = [&](auto kernel) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(lay.bytes)),
           "bulk scan smem");
@@ -216,11 +230,15 @@ void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k
   };
   constexpr int V = Vec16<T>::kElems;
   switch (s.ld) {
-    case 384: go(bulk_scan_kernel<T, L2, 384 / V, List>); break;
-    case 512: go(bulk_scan_kernel<T, L2, 512 / V, List>); break;
-    case 768: go(bulk_scan_kernel<T, L2, 768 / V, List>); break;
-    case 1024: go(bulk_scan_kernel<T, L2, 1024 / V, List>); break;
-    default: go(bulk_scan_kernel<T, L2, 1536 / V, List>); break;
+    case 384:
+      ur == 4 ? go(bulk_scan_kernel<T, L2, 384 / V, 4, List>) : go(bulk_scan_kernel<T, L2, 384 / V, 2, List>);
+      break;
+    case 512:
+      ur == 4 ? go(bulk_scan_kernel<T, L2, 512 / V, 4, List>) : go(bulk_scan_kernel<T, L2, 512 / V, 2, List>);
+      break;
+    case 768: go(bulk_scan_kernel<T, L2, 768 / V, 2, List>); break;
+    case 1024: go(bulk_scan_kernel<T, L2, 1024 / V, 2, List>); break;
+    default: go(bulk_scan_kernel<T, L2, 1536 / V, 2, List>); break;
   }
 }
 
@@ -256,13 +274,14 @@ bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
   // Bulk copies read 16-byte aligned rows; the layout must leave two blocks
   // per SM.
   if (reinterpret_cast<uintptr_t>(s.vectors) % 16 != 0 || row_bytes % 16 != 0) return false;
-  if (BulkLayout(row_bytes, k).bytes > kMaxSmem) return false;
+  if (BulkLayout(row_bytes, k, unit_rows(row_bytes)).bytes > kMaxSmem) return false;
   return device_major() >= 9;
 }
 
 unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count) {
   // Two blocks per SM (shared memory), each warp at least two units.
-  const uint32_t n_units = (s.slots + kUnitRows - 1) / kUnitRows;
+  const uint32_t ur = unit_rows(s.ld * dtype_size(s.dtype));
+  const uint32_t n_units = (s.slots + ur - 1) / ur;
   return std::max(1u, std::min(sm_count * 2, ceil_div(n_units, kScanWarps * 2u)));
 }
 

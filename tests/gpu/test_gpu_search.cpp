@@ -236,6 +236,12 @@ std::vector<Case> cases() {
   // over many blocks: N odd (a partial last unit) and not a multiple of
   // the chunk.
   v.push_back({70001, 768, 1, 20, kBF16, kCos, kExact, 0});
+  // The same over units of four rows (16-bit rows of 384 and 512): N not
+  // a multiple of the unit, the register lists and the shared-memory list
+  // from a sampled bound.
+  v.push_back({70003, 384, 1, 20, kF16, kCos, kExact, 0});
+  v.push_back({90002, 384, 1, 100, kBF16, kL2, kExact, 0});
+  v.push_back({50001, 512, 1, 10, kF16, kDot, kExact, 0});
   // Exact keys of every row for k > 256 at the widths whose trip counts
   // are compiled in: one query (f16, 768), three queries in a pass of four
   // (f32, 1536), k = N past what the filter keeps (bf16, 512).
