@@ -967,9 +967,11 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
 // none) then mnemo_store_read_fields of the hits, with the ids and scores in
 // a buffer of the call instead of numpy arrays. Returns the hits before the
 // first NO_ID as (id, score, row_type), best first; a hit removed by another
-// thread between the two calls is left out. None, having called nothing,
-// when the query is not an exact numpy float32 [dim] array, C-contiguous and
-// aligned, or k not an int from 1 to 4096 (the caller then goes through
+// thread between the two calls is left out. The query: an exact numpy
+// float32 [dim] array, C-contiguous and aligned, or an exact list of dim
+// exact floats (as the frameworks hand embeddings over), converted here as
+// float32_rows converts it. None, having called nothing, for any other query
+// or a k not an int from 1 to 4096 (the caller then goes through
 // Store.search).
 // The calls of search_rows on this thread and the seconds their searches
 // took (mnemo_store_search alone), for the measurement of what a call adds
@@ -982,15 +984,33 @@ nb::tuple search_rows_time() { return nb::make_tuple(search_rows_count, search_r
 nb::object search_rows(uintptr_t store, nb::handle query, nb::handle k_obj, uintptr_t where, uint64_t dim,
                        uint32_t fields, nb::handle row_type) {
   check_row_type(row_type, "search_rows");
-  if (Py_TYPE(query.ptr()) != (PyTypeObject*)hooks.ndarray || !PyLong_CheckExact(k_obj.ptr())) return nb::none();
+  const bool is_array = Py_TYPE(query.ptr()) == (PyTypeObject*)hooks.ndarray;
+  if ((!is_array && !PyList_CheckExact(query.ptr())) || !PyLong_CheckExact(k_obj.ptr())) return nb::none();
   const long long k = PyLong_AsLongLong(k_obj.ptr());
   if (k < 1 || k > 4096) {
     PyErr_Clear();
     return nb::none();
   }
   HostArray q;
-  if (check_array(query.ptr(), "query", true, false, q) || q.view().ndim != 1 || (uint64_t)q.view().shape[0] != dim)
-    return nb::none();
+  const float* query_data = nullptr;
+  // A list query's values, aligned; the search runs on this thread.
+  thread_local std::vector<float> listed;
+  if (is_array) {
+    if (check_array(query.ptr(), "query", true, false, q) || q.view().ndim != 1 || (uint64_t)q.view().shape[0] != dim)
+      return nb::none();
+    query_data = static_cast<const float*>(q.data());
+  } else {
+    if (dim == 0 || (uint64_t)PyList_GET_SIZE(query.ptr()) != dim) return nb::none();
+    listed.resize(dim + MNEMO_ALIGNMENT / sizeof(float));
+    float* at = listed.data();
+    while ((uintptr_t)at % MNEMO_ALIGNMENT != 0) ++at;
+    PyObject** items = PySequence_Fast_ITEMS(query.ptr());
+    for (uint64_t j = 0; j < dim; ++j) {
+      if (!PyFloat_CheckExact(items[j])) return nb::none();
+      at[j] = (float)PyFloat_AS_DOUBLE(items[j]);
+    }
+    query_data = at;
+  }
   // ids then scores, 16-byte aligned each (k rounded up to a multiple of 4).
   const size_t kk = ((size_t)k + 3) & ~(size_t)3;
   std::vector<uint64_t> buffer(kk + kk / 2 + 2);
@@ -1005,8 +1025,7 @@ nb::object search_rows(uintptr_t store, nb::handle query, nb::handle k_obj, uint
   {
     nb::gil_scoped_release unlocked;
     const auto t0 = std::chrono::steady_clock::now();
-    r.status =
-        mnemo_store_search(store_of(store), static_cast<const float*>(q.data()), 1, (uint64_t)k, &opts, ids, scores);
+    r.status = mnemo_store_search(store_of(store), query_data, 1, (uint64_t)k, &opts, ids, scores);
     search_rows_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++search_rows_count;
     if (r.status == MNEMO_OK) {

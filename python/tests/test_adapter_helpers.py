@@ -122,10 +122,18 @@ def test_search_rows_is_store_search_then_read_rows(cpu_rt, rng, fields: int) ->
 def test_search_rows_declines_what_it_does_not_take_as_it_is(cpu_rt, rng) -> None:
     store = _memories(cpu_rt, rng)
     q = rng.standard_normal(8).astype(np.float32)
-    for query, k in [(q.tolist(), 4), (q.astype(np.float64), 4), (q.reshape(1, 8), 4),
-                     (q[:4], 4), (q[::2].copy(), 4), (q, 0), (q, 4097), (q, True), (q, 4.0),
-                     (q, -1)]:
+    with_int = q.tolist()
+    with_int[2] = 1
+    for query, k in [(q.astype(np.float64), 4), (q.reshape(1, 8), 4), (q[:4], 4),
+                     (q[::2].copy(), 4), (q, 0), (q, 4097), (q, True), (q, 4.0), (q, -1),
+                     (with_int, 4), (q.tolist()[:7], 4), (tuple(q.tolist()), 4),
+                     (type("L", (list,), {})(q.tolist()), 4), (q.tolist(), 0)]:
         assert ext.search_rows(store.handle, query, k, 0, 8, c.KEY_PAYLOAD, c.Row) is None
+    # A list of exact floats is taken as float32_rows converts it.
+    for v in (q.tolist(), rng.standard_normal(8).tolist()):
+        want = ext.search_rows(store.handle, ext.float32_rows([v], 8)[0], 4, 0, 8, c.KEY_PAYLOAD,
+                               c.Row)
+        assert want and ext.search_rows(store.handle, v, 4, 0, 8, c.KEY_PAYLOAD, c.Row) == want
     # Whatever it declines, run_search answers through Store.search.
     plan = c.Plan.exact(mnemo.Filter.tags("t2"))
     assert c.run_search(store, q, 4, plan) == c.run_search(store, q.astype(np.float64), 4, plan)

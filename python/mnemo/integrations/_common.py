@@ -561,14 +561,15 @@ def read_rows(store: Store, ids: Any) -> List[Optional[Row]]:
 _SELECT_LIMIT = 4096
 
 
-def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
+def run_search(store: Store, query: Any, k: int, plan: Plan,
                want_memories: bool = True,
                fields: int = KEY_PAYLOAD) -> List[Tuple[int, float, Any]]:
-    """(id, score, Row or Memory) of the k best memories `plan` allows,
-    best first; a Row holds the `fields` read (mnemo's FIELD_* bits). An
-    inexact plan reads its candidates back and tests them: all of them when
-    few, else growing searches until k pass; either way min(k, matches)
-    come back, as from an exact one."""
+    """(id, score, Row or Memory) of the k best memories `plan` allows for
+    `query` (an embedding as as_query takes it), best first; a Row holds
+    the `fields` read (mnemo's FIELD_* bits). An inexact plan reads its
+    candidates back and tests them: all of them when few, else growing
+    searches until k pass; either way min(k, matches) come back, as from
+    an exact one."""
     if plan.test is None:
         where = plan.where
         if want_memories:
@@ -578,11 +579,22 @@ def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
             # only to build a filter's or raise for a closed store).
             h = store._handle
             fh = 0 if where is None else where._handle
+            if h is not None and fh is not None:
+                # The query as it came: the extension takes a float32 [dim]
+                # numpy array as as_query returns it (sparing as_query's
+                # checks, and their cache misses after a large scan) and
+                # declines anything else, having called nothing.
+                hits = _ext.search_rows(h, query, k, fh, store._dim, fields, Row)
+                if hits is not None:
+                    return hits  # type: ignore[no-any-return]
+            query = as_query(query)
             hits = _ext.search_rows(h if h is not None else store.handle, query, k,
                                     fh if fh is not None else where.handle,  # type: ignore[union-attr]
                                     store._dim, fields, Row)
             if hits is not None:
                 return hits  # type: ignore[no-any-return]
+        else:
+            query = as_query(query)
         ids, scores = store.search(query, k, where=where)
         if want_memories:
             # The hits before the first NO_ID, read in one call of the extension.
@@ -590,6 +602,7 @@ def run_search(store: Store, query: np.ndarray, k: int, plan: Plan,
         idl = ids.tolist()
         n = idl.index(NO_ID) if NO_ID in idl else len(idl)
         return list(zip(idl[:n], scores.tolist()[:n], [None] * n))
+    query = as_query(query)
     test = plan.test
     total = store.count_where(plan.where)
     if total == 0:
@@ -730,12 +743,15 @@ def as_matrix(vectors: Any, count: int) -> np.ndarray:
 
 
 _F32 = np.dtype(np.float32)
+_NDARRAY = np.ndarray  # (np.ndarray: a look-up in numpy's large module dict each time)
 
 
 def as_query(vector: Any) -> np.ndarray:
-    if type(vector) is np.ndarray and vector.dtype is _F32 and vector.ndim == 1:
-        return vector
-    if type(vector) is list and vector and type(vector[0]) is float:
+    t = type(vector)
+    if t is _NDARRAY:
+        if vector.dtype is _F32 and vector.ndim == 1:
+            return vector
+    elif t is list and vector and type(vector[0]) is float:
         got = _ext.float32_rows([vector], len(vector))
         if got is not None:
             return got[0]  # type: ignore[no-any-return]

@@ -304,7 +304,7 @@ class MnemoVectorStore(VectorStore):
         loads, made = c.loads, c.constructed
         ns = self._ns
         out = []
-        for _, s, m in c.run_search(store, c.as_query(embedding), k, plan):
+        for _, s, m in c.run_search(store, embedding, k, plan):
             body = loads(m.payload)
             doc_id, text, meta = m.key if ns is None else loads(m.key)[-1], body["text"], \
                 body["metadata"]

@@ -420,42 +420,78 @@ class MnemoStore(BaseStore):
             if refresh_ttl:
                 self._refresh(records, now)
             return [self._item(m, body, None, True) for m, body in records]
-        q = c.as_query(query)
         where = self._where(prefix, flt, "vectors", now)
         need = offset + limit
         kk = need
         while True:
-            hits = c.run_search(store, q, kk, c.Plan.exact(where), fields=c.ROW_FIELDS)
+            # want_memories and fields by position (matching keyword arguments
+            # is code of its own, out of the caches after a large scan).
+            hits = c.run_search(store, query, kk, c.Plan.exact(where), True, c.ROW_FIELDS)
             n = len(hits)
             # Base id -> (score, its record when the hit was the item's
             # first memory, which holds it; else None: read below).
             best: Dict[int, Tuple[float, Any]] = {}
+            gaps = False  # whether a record is to be read (None in best)
             for i, s, m in hits:
                 b = i & _MASK
                 if b not in best:
-                    best[b] = (s, m if i == b else None)  # max pooling: best first
+                    # max pooling: best first
+                    if i == b:
+                        best[b] = (s, m)
+                    else:
+                        best[b] = (s, None)
+                        gaps = True
                     if len(best) == need:
                         break
             if len(best) >= need or n < kk:
                 break
             kk *= 4
-        # The records at the items' base ids, with their scores.
-        picked = list(best.items())[offset:need]
-        missing = [b for b, (_, m) in picked if m is None]
-        read = {m.id: m for m in c.read_rows(store, missing) if m is not None} if missing else {}
+        # The records at the items' base ids, with their scores (best holds
+        # at most `need`).
+        picked = list(best.items())[offset:need] if offset else best.items()
+        read: Dict[int, Any] = {}
+        if gaps:
+            missing = [b for b, (_, m) in picked if m is None]
+            if missing:
+                read = {m.id: m for m in c.read_rows(store, missing) if m is not None}
+        # The steps below in this one frame (not _item's and _refresh's per
+        # search): after the scan of a large store little of this code is
+        # in the caches, and each further function adds its misses.
+        loads = c.loads
         out = []
+        timed = False  # whether an item has a TTL (else _refresh has nothing to do)
         for b, (s, m) in picked:
-            m = m if m is not None else read.get(b)
-            if m is not None:
-                out.append((m, c.loads(m.payload), s))
+            if m is None:
+                m = read.get(b)
+                if m is None:
+                    continue
+            body = loads(m.payload)
+            if refresh_ttl and not timed and body["ttl"] is not None:
+                timed = True
+            out.append((m, body, s))
         if len(out) < limit:
             # As InMemoryStore: matching items without vectors fill the rest.
             where0 = self._where(prefix, flt, "bare", now)
             extra = store.select(where0, 0, limit - len(out))
             out.extend((m, body, None) for m, body in self._read(extra))
-        if refresh_ttl:
+            timed = True  # (theirs: _refresh tells)
+        if refresh_ttl and timed:
             self._refresh(out, now)
-        return [self._item(m, body, s, True) for m, body, s in out]
+        if not _FAST_ITEMS:
+            return [self._item(m, body, s, True) for m, body, s in out]
+        # _item's steps.
+        parse, fast = datetime.fromisoformat, _search_item_fast
+        items = []
+        for m, body, s in out:
+            created = parse(body["created_at"])
+            updated = parse(body["updated_at"])
+            ns, key, value = m.namespace, body["key"], body["value"]
+            if type(ns) is tuple and type(key) is str and type(value) is dict:
+                items.append(fast(ns, key, value, created, updated, s))
+            else:
+                items.append(SearchItem(namespace=ns, key=key, value=value, created_at=created,
+                                        updated_at=updated, score=s))
+        return items
 
     def _list_namespaces(self, op: ListNamespacesOp, now: float) -> List[Tuple[str, ...]]:
         names = [ns for ns, count in self.store.namespaces() if count]

@@ -26,6 +26,7 @@ whole mapping.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -292,6 +293,12 @@ def _fast_nodes_agree() -> bool:
 
 _FAST_NODES = _fast_nodes_agree()
 
+# Query results made with their fields by position (matching keyword
+# arguments is code of its own, out of the caches after a large scan) where
+# the dataclass's constructor takes them in this order.
+_RESULT_BY_POSITION = [f.name for f in dataclasses.fields(VectorStoreQueryResult) if f.init][:3] \
+    == ["nodes", "similarities", "ids"]
+
 _NO_EMBEDDING = {"embedding"}
 
 
@@ -326,7 +333,16 @@ def _fast_payloads_agree() -> bool:
 _FAST_PAYLOADS = _fast_payloads_agree()
 
 
+# The end of a TextNode's payload: the class name rfind finds below.
+_TEXT_END = _CLASS_MARK + b'TextNode"}'
+
+
 def _load_node(payload: bytes) -> BaseNode:
+    # A TextNode's payload told by its last bytes (a search of the payload
+    # for the class name, several us after a large scan, for the others).
+    if _FAST_NODES and payload.endswith(_TEXT_END):
+        node = _text_node(c.loads(payload))
+        return node if node is not None else TextNode.model_validate_json(payload)
     # The class name found in the bytes, and the JSON parsed from them (no
     # str of the whole payload made first).
     at = payload.rfind(_CLASS_MARK)
@@ -493,14 +509,17 @@ class MnemoVectorStore(BasePydanticVectorStore):
             plan = private["_plans"].find((fkey, None, None))
         if plan is None:
             plan = self._plan(node_ids, filters, doc_ids, fkey)
-        q = c.as_query(query.query_embedding)
         if mode is not _DEFAULT and mode == VectorStoreQueryMode.MMR:
-            return self._mmr(store, q, k, plan, kwargs.get("mmr_threshold", query.mmr_threshold))
+            return self._mmr(store, c.as_query(query.query_embedding), k, plan,
+                             kwargs.get("mmr_threshold", query.mmr_threshold))
         nodes, sims, ids = [], [], []
-        for _, s, m in c.run_search(store, q, k, plan):
+        # The embedding as it came (a list): run_search converts it.
+        for _, s, m in c.run_search(store, query.query_embedding, k, plan):
             nodes.append(_load_node(m.payload))
             sims.append(s)
             ids.append(m.key)
+        if _RESULT_BY_POSITION:
+            return VectorStoreQueryResult(nodes, sims, ids)
         return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
 
     def _mmr(self, store: Store, q: np.ndarray, k: int, plan: c.Plan,

@@ -252,7 +252,8 @@ class MnemoVectorStore(VectorStoreBase):
         if store is None or top_k <= 0:
             return []
         plan = self._plans.find(c.filter_key(filters)) or self._plan(filters)
-        hits = c.run_search(store, c.as_query(vectors), int(top_k), plan)
+        # The embedding as it came (a list): run_search converts it.
+        hits = c.run_search(store, vectors, int(top_k), plan)
         # _output's steps in this frame: after the scan of a large store
         # little of this code is in the caches, and each call adds misses.
         pre, loads, made = self._prefix, c.loads, c.constructed

@@ -201,3 +201,24 @@ def test_search_items_are_those_of_the_constructor() -> None:
                           created_at=item.created_at, updated_at=item.updated_at,
                           score=item.score)
         assert item == made and item.dict() == made.dict() and type(item) is SearchItem
+
+
+def test_search_refreshes_the_ttls_of_items_found_beside_items_without() -> None:
+    """A search refreshes the TTL of each item it returns that has one,
+    wherever it ranks among items without a TTL, and of an item without
+    vectors that fills the results; refresh_ttl=False refreshes none."""
+    for timed, refresh in ((("timed",), True), (("bare",), True), (("timed", "bare"), False)):
+        clk = Clock()
+        s = MnemoStore(index=index(), clock=clk, ttl={"omit_expired": True})
+        for j in range(6):
+            s.put(("u",), f"plain{j}", {"text": f"tea {j}"})
+        s.put(("u",), "timed", {"text": "tea 9"}, ttl=1.0 if "timed" in timed else None)
+        if "bare" in timed:
+            s.put(("u",), "bare", {"text": "tea 8"}, ttl=1.0, index=False)
+        clk.t += 50
+        want = [f"plain{j}" for j in range(6)] + ["timed"] + (["bare"] if "bare" in timed else [])
+        found = s.search(("u",), query="tea", limit=len(want), refresh_ttl=refresh)
+        assert keys(found) == sorted(want)
+        clk.t += 50                                             # past the TTLs set at put
+        for key in timed:
+            assert (s.get(("u",), key, refresh_ttl=False) is not None) == refresh, (timed, key)

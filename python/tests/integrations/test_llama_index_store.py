@@ -128,3 +128,39 @@ def test_nodes_read_back_are_those_pydantic_validates() -> None:
                    {"excluded_llm_metadata_keys": [1]}, {"relationships": {"9": {}}},
                    {"relationships": {"1": {"node_id": 5}}}, {"text": None}):
         assert li._text_node({**d, **change}) is None
+
+
+def test_text_node_payloads_told_by_their_end() -> None:
+    """A payload ending in TextNode's class name is loaded as the search of
+    it for the class name loads it: by _text_node when of the plain form,
+    else by pydantic; other classes (their payloads end otherwise), and a
+    TextNode mark that is not the payload's last, by the search."""
+    import json
+
+    from llama_index.core.schema import IndexNode
+
+    from mnemo.integrations import _common as c
+    from mnemo.integrations import llama_index as li
+
+    assert li._RESULT_BY_POSITION  # query results made with the fields by position
+    node = TextNode(id_="n", text="tea", metadata={"class_name": "TextNode", "n": 1})
+    payload = node.model_dump_json(exclude={"embedding"}).encode()
+    assert payload.endswith(li._TEXT_END)
+    assert li._same_model(li._load_node(payload), TextNode.model_validate_json(payload))
+    # Not of the plain form: a str index, which pydantic converts.
+    d = c.loads(payload)
+    d["start_char_idx"] = "3"
+    d["class_name"] = d.pop("class_name")
+    odd = json.dumps(d, separators=(",", ":")).encode()
+    assert odd.endswith(li._TEXT_END) and li._text_node(c.loads(odd)) is None
+    got = li._load_node(odd)
+    assert got.start_char_idx == 3
+    assert li._same_model(got, TextNode.model_validate_json(odd))
+    # An IndexNode whose metadata holds TextNode's mark: its own class name
+    # comes last.
+    other = IndexNode(id_="i", text="x", index_id="o", metadata={"class_name": "TextNode"})
+    payload = other.model_dump_json(exclude={"embedding"}).encode()
+    assert not payload.endswith(li._TEXT_END)
+    got = li._load_node(payload)
+    assert type(got) is IndexNode
+    assert li._same_model(got, IndexNode.model_validate_json(payload))
