@@ -10,6 +10,7 @@
 // fewer kernels to compile).
 #include <algorithm>
 #include <cuda/ptx>
+#include <type_traits>
 
 #include "device/device_caps.h"
 #include "device/env_knob.h"
@@ -35,12 +36,16 @@ constexpr uint32_t kMaxStages = 8;
 constexpr uint32_t kRingBytes = 12 * 1024;
 constexpr size_t kMaxSmem = 113 * 1024;
 
+// Three blocks an SM: shared memory for each within a third of the SM's.
+constexpr size_t kThirdSmem = 75 * 1024;
+
 struct BulkLayout {
   uint32_t stages, unit_bytes;
   size_t ring, bars, lists, bytes;
-  BulkLayout(uint64_t row_bytes, uint32_t k, uint32_t unit_rows) {
+  // three: at most three stages a warp (three blocks an SM).
+  BulkLayout(uint64_t row_bytes, uint32_t k, uint32_t unit_rows, bool three = false) {
     unit_bytes = static_cast<uint32_t>(unit_rows * row_bytes);
-    const uint32_t most = std::min<uint32_t>(kMaxStages, 32 / unit_rows - 1);
+    const uint32_t most = std::min<uint32_t>(three ? 3 : kMaxStages, 32 / unit_rows - 1);
     stages = std::max<uint32_t>(2, std::min<uint32_t>(most, kRingBytes / std::max<uint32_t>(unit_bytes, 1)));
     ring = 0;
     bars = ring + static_cast<size_t>(kScanWarps) * stages * unit_bytes;
@@ -55,6 +60,16 @@ struct BulkLayout {
 uint32_t unit_rows(uint64_t row_bytes) {
   static const bool two = env_int("MNEMO_SCAN_BULK_UNIT", 4) == 2;
   return row_bytes > 1024 || two ? 2 : 4;
+}
+
+// Three blocks an SM (24 warps, three stages of four rows a warp) for rows
+// of up to 768 bytes and register lists: two blocks left 0.70 eligible
+// warps a scheduler at 2.07 instructions a cycle (384 x f16, 71% of the
+// floor). MNEMO_SCAN_BULK_BLOCKS=2 keeps two (for measuring).
+bool three_blocks(uint64_t row_bytes, uint32_t k) {
+  static const bool two = env_int("MNEMO_SCAN_BULK_BLOCKS", 3) == 2;
+  return !two && k <= 32 && row_bytes <= 768 && unit_rows(row_bytes) == 4 &&
+         BulkLayout(row_bytes, k, 4, true).bytes <= kThirdSmem;
 }
 
 // Dot product or squared distance of a row in shared memory with the query
@@ -86,8 +101,8 @@ __device__ __forceinline__ float shared_row_sum(const unsigned char* row,
   return acc;
 }
 
-template <class T, bool L2, int NVEC, uint32_t kUnitRows, class List>
-__global__ void __launch_bounds__(kScanThreads, 2)
+template <class T, bool L2, int NVEC, uint32_t kUnitRows, class List, int kMinBlocks = 2>
+__global__ void __launch_bounds__(kScanThreads, kMinBlocks)
     bulk_scan_kernel(StoreRef s, const float* __restrict__ query, const float* __restrict__ qnorm, uint32_t k,
                      Cand* __restrict__ cand, ScanTail tail, uint32_t stages) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -219,18 +234,32 @@ __global__ void __launch_bounds__(kScanThreads, 2)
 }
 
 template <class T, bool L2, class List>
-void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
-                  const ScanTail& tail, cudaStream_t st) {
+unsigned launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
+                      const ScanTail& tail, cudaStream_t st) {
   const uint32_t ur = unit_rows(s.ld * sizeof(T));
-  const BulkLayout lay(s.ld * sizeof(T), k, ur);
+  const bool three = three_blocks(s.ld * sizeof(T), k);
+  const BulkLayout lay(s.ld * sizeof(T), k, ur, three);
+  // The grid at most the blocks resident at once (the caller asks for
+  // three an SM where rows allow it).
   auto go = [&](auto kernel) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(lay.bytes)),
           "bulk scan smem");
+    int per = 0, dev = 0, sms = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kScanThreads, lay.bytes), "bulk scan occupancy");
+    check(cudaGetDevice(&dev), "bulk scan device");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "bulk scan SMs");
+    if (per > 0) blocks = std::min(blocks, static_cast<unsigned>(per * sms));
     kernel<<<blocks, kScanThreads, lay.bytes, st>>>(s, q, qn, k, cand, tail, lay.stages);
   };
   constexpr int V = Vec16<T>::kElems;
   switch (s.ld) {
     case 384:
+      if constexpr (std::is_same_v<List, RegList>) {
+        if (three) {
+          go(bulk_scan_kernel<T, L2, 384 / V, 4, List, 3>);
+          break;
+        }
+      }
       ur == 4 ? go(bulk_scan_kernel<T, L2, 384 / V, 4, List>) : go(bulk_scan_kernel<T, L2, 384 / V, 2, List>);
       break;
     case 512:
@@ -240,18 +269,18 @@ void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t k
     case 1024: go(bulk_scan_kernel<T, L2, 1024 / V, 2, List>); break;
     default: go(bulk_scan_kernel<T, L2, 1536 / V, 2, List>); break;
   }
+  return blocks;
 }
 
 template <class T>
-void launch_dtype(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
-                  const ScanTail& tail, cudaStream_t st) {
+unsigned launch_dtype(const StoreRef& s, const float* q, const float* qn, uint32_t k, Cand* cand, unsigned blocks,
+                      const ScanTail& tail, cudaStream_t st) {
   const bool l2 = s.metric == KeyMetric::l2;
   if (k <= 32)
-    l2 ? launch_typed<T, true, RegList>(s, q, qn, k, cand, blocks, tail, st)
-       : launch_typed<T, false, RegList>(s, q, qn, k, cand, blocks, tail, st);
-  else
-    l2 ? launch_typed<T, true, WarpList>(s, q, qn, k, cand, blocks, tail, st)
-       : launch_typed<T, false, WarpList>(s, q, qn, k, cand, blocks, tail, st);
+    return l2 ? launch_typed<T, true, RegList>(s, q, qn, k, cand, blocks, tail, st)
+              : launch_typed<T, false, RegList>(s, q, qn, k, cand, blocks, tail, st);
+  return l2 ? launch_typed<T, true, WarpList>(s, q, qn, k, cand, blocks, tail, st)
+            : launch_typed<T, false, WarpList>(s, q, qn, k, cand, blocks, tail, st);
 }
 
 }  // namespace
@@ -279,21 +308,26 @@ bool bulk_scan_usable(const StoreRef& s, uint32_t nq, uint32_t k) {
 }
 
 unsigned bulk_scan_blocks(const StoreRef& s, unsigned sm_count) {
-  // Two blocks per SM (shared memory), each warp at least two units.
-  const uint32_t ur = unit_rows(s.ld * dtype_size(s.dtype));
+  // Two blocks per SM (shared memory), three where rows of up to 768 bytes
+  // may take them (the launch holds the grid to the blocks resident), each
+  // warp at least two units.
+  const uint64_t row_bytes = s.ld * dtype_size(s.dtype);
+  const uint32_t ur = unit_rows(row_bytes);
   const uint32_t n_units = (s.slots + ur - 1) / ur;
-  return std::max(1u, std::min(sm_count * 2, ceil_div(n_units, kScanWarps * 2u)));
+  const unsigned per = row_bytes <= 768 && ur == 4 ? 3 : 2;
+  return std::max(1u, std::min(sm_count * per, ceil_div(n_units, kScanWarps * 2u)));
 }
 
 unsigned launch_bulk_scan(const StoreRef& s, const float* query, const float* qnorm, uint32_t k, Cand* cand,
                           unsigned blocks, const ScanTail& tail, cudaStream_t st) {
+  unsigned used = 0;
   switch (s.dtype) {
-    case DType::f16: launch_dtype<__half>(s, query, qnorm, k, cand, blocks, tail, st); break;
-    case DType::bf16: launch_dtype<__nv_bfloat16>(s, query, qnorm, k, cand, blocks, tail, st); break;
+    case DType::f16: used = launch_dtype<__half>(s, query, qnorm, k, cand, blocks, tail, st); break;
+    case DType::bf16: used = launch_dtype<__nv_bfloat16>(s, query, qnorm, k, cand, blocks, tail, st); break;
     default: fail(Code::internal, "the bulk-copy scan reads 16-bit rows only");
   }
   MNEMO_CUDA_LAUNCHED("bulk_scan_kernel");
-  return blocks;
+  return used;
 }
 
 }  // namespace mnemo::cuda
