@@ -722,6 +722,17 @@ nb::object project_plain(nb::handle metas, nb::handle skip) {
   return out;
 }
 
+// The `dim` exact floats of the list `row` (its size checked by the caller)
+// into out as float32; false, out partly written, at any other item.
+bool list_floats(PyObject* row, uint64_t dim, float* out) {
+  PyObject** items = PySequence_Fast_ITEMS(row);
+  for (uint64_t j = 0; j < dim; ++j) {
+    if (!PyFloat_CheckExact(items[j])) return false;
+    out[j] = (float)PyFloat_AS_DOUBLE(items[j]);
+  }
+  return true;
+}
+
 // float32_rows(rows, dim): a new float32 numpy array [len(rows), dim] of a
 // list of lists of `dim` floats each (embeddings as the frameworks hand
 // them over), converted here without a Python object per value; None when
@@ -736,14 +747,8 @@ nb::object float32_rows(nb::handle rows, uint64_t dim) {
   nb::object out = nb::steal(new_output(2, (uint64_t)n, dim, hooks.dtype_f32, &data));
   if (!out.is_valid()) throw nb::python_error();
   float* at = static_cast<float*>(data);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject** row = PySequence_Fast_ITEMS(items[i]);
-    for (uint64_t j = 0; j < dim; ++j) {
-      PyObject* v = row[j];
-      if (!PyFloat_CheckExact(v)) return nb::none();
-      *at++ = (float)PyFloat_AS_DOUBLE(v);
-    }
-  }
+  for (Py_ssize_t i = 0; i < n; ++i, at += dim)
+    if (!list_floats(items[i], dim, at)) return nb::none();
   return out;
 }
 
@@ -969,10 +974,10 @@ nb::list read_rows(uintptr_t store, nb::handle ids_obj, nb::handle scores_obj, n
 // first NO_ID as (id, score, row_type), best first; a hit removed by another
 // thread between the two calls is left out. The query: an exact numpy
 // float32 [dim] array, C-contiguous and aligned, or an exact list of dim
-// exact floats (as the frameworks hand embeddings over), converted here as
-// float32_rows converts it. None, having called nothing, for any other query
-// or a k not an int from 1 to 4096 (the caller then goes through
-// Store.search).
+// exact floats (as the frameworks hand embeddings over), converted by
+// list_floats as float32_rows converts its rows. None, having called
+// nothing, for any other query or a k not an int from 1 to 4096 (the caller
+// then goes through Store.search).
 // The calls of search_rows on this thread and the seconds their searches
 // took (mnemo_store_search alone), for the measurement of what a call adds
 // to its search (bench/integrations).
@@ -1004,11 +1009,7 @@ nb::object search_rows(uintptr_t store, nb::handle query, nb::handle k_obj, uint
     listed.resize(dim + MNEMO_ALIGNMENT / sizeof(float));
     float* at = listed.data();
     while ((uintptr_t)at % MNEMO_ALIGNMENT != 0) ++at;
-    PyObject** items = PySequence_Fast_ITEMS(query.ptr());
-    for (uint64_t j = 0; j < dim; ++j) {
-      if (!PyFloat_CheckExact(items[j])) return nb::none();
-      at[j] = (float)PyFloat_AS_DOUBLE(items[j]);
-    }
+    if (!list_floats(query.ptr(), dim, at)) return nb::none();
     query_data = at;
   }
   // ids then scores, 16-byte aligned each (k rounded up to a multiple of 4).
