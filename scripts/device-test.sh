@@ -238,6 +238,12 @@ run() {
   bg_step "memcheck + racecheck (filtered plans)" 400 bash -c 'f="GpuFields.FilteredSearchesMatchTheModel:GpuFields.EachQueryItsOwnFilter:GpuFields.BiasAndActivationOnTheSelectivePlan:GpuFields.NumbersCompareExactlyOnTheDevice:GpuFields.FiltersTooDeepForAProgramStayCorrect"
     compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f" &&
     compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=$f"'
+  # The staged gather on every list (gather_scan.cu), 16-bit rows.
+  bg_step "memcheck + racecheck (staged gather)" 400 bash -c 'export MNEMO_GATHER_MIN_ROWS=1
+    compute-sanitizer --tool memcheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+      "--gtest_filter=Dtypes/GpuGatherDtype.*/F16:GpuFields.EachQueryItsOwnFilter" &&
+    compute-sanitizer --tool racecheck --error-exitcode 3 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
+      "--gtest_filter=Dtypes/GpuGatherDtype.*/BF16:GpuFields.BiasAndActivationOnTheSelectivePlan"'
   bg_step "memcheck + racecheck (part merge)" 300 bash -c 'compute-sanitizer --tool memcheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1 && compute-sanitizer --tool racecheck --error-exitcode 3 \
     .device/bin/mnemo_gpu_kernel_tests --gtest_brief=1'
@@ -323,6 +329,10 @@ run() {
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
   step "gpu tests (lists folded)" 200 bash -c "$shards" shards "$out" fold env MNEMO_SCAN_FOLD=1 \
     .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*_q1_*:*GpuSearch.*_q2_*:*GpuSearch.*_q5_*:GpuSearchTies.*"
+  # The staged gather on every list, however short (by default a pass takes
+  # it where its longest list times its queries reaches 131072 slots).
+  step "gpu tests (staged gather on every list)" 200 env MNEMO_GATHER_MIN_ROWS=1 .device/bin/mnemo_gpu_tests \
+    --gtest_brief=1 "--gtest_filter=*GpuGather*:GpuFields.*:*GpuIvf*"
   step "abi suite on CUDA" 150 env MNEMO_TEST_BACKEND=cuda .device/bin/mnemo_tests --gtest_brief=1
   [ -n "${MNEMO_SKIP_SANITIZERS:-}" ] || sanitizers
   if python3 -c "import numpy, pytest" 2>/dev/null; then

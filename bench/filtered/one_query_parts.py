@@ -5,10 +5,11 @@ call it (Store.search with where={"$tags": [tag]}, preallocated outputs),
 wall clock, beside the same query unfiltered. Run it with
 MNEMO_FILTER_TRACE=1 to have the library print each call's plan and its
 device phases (evaluation, and the scan with the count's trip down) on
-stderr.
+stderr. --batch N: N queries a call sharing the share's filter (one list
+read for N queries), the time per call.
 
 Usage: one_query_parts.py [--n 10000000] [--dim 192] [--dtype f16]
-                          [--shares 0.1,0.03,0.01,0.001] [--calls 50]
+                          [--shares 0.1,0.03,0.01,0.001] [--calls 50] [--batch 1]
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--precision", default="fast")
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=1,
+                    help="queries a call, all with the share's filter (where); times are per call")
     a = ap.parse_args()
     rng = np.random.default_rng(7)
     rt = mnemo.Runtime("cuda", precision=a.precision)
@@ -52,10 +55,12 @@ def main() -> None:
             part = rows[s : s + step]
             store.update_fields(part, tags=[[f"t{j}"]] * len(part))
     build_s = time.perf_counter() - t0
-    q = rng.standard_normal((a.calls, a.dim), dtype=np.float32)
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    out_ids = np.empty(a.k, dtype=np.uint64)
-    out_scores = np.empty(a.k, dtype=np.float32)
+    q = rng.standard_normal((a.calls, a.batch, a.dim), dtype=np.float32)
+    q /= np.linalg.norm(q, axis=2, keepdims=True)
+    if a.batch == 1:
+        q = q[:, 0]
+    out_ids = np.empty(a.k if a.batch == 1 else (a.batch, a.k), dtype=np.uint64)
+    out_scores = np.empty(out_ids.shape, dtype=np.float32)
 
     def timed(where) -> list:
         ms = []
@@ -79,6 +84,7 @@ def main() -> None:
                     "dim": a.dim,
                     "dtype": a.dtype,
                     "k": a.k,
+                    "batch": a.batch,
                     "share": name,
                     "calls": a.calls,
                     "median_ms": round(statistics.median(ms), 4),

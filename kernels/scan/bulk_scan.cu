@@ -16,6 +16,7 @@
 #include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
+#include "scan/smem_row_sum.cuh"
 
 namespace mnemo::cuda {
 
@@ -70,35 +71,6 @@ bool three_blocks(uint64_t row_bytes, uint32_t k) {
   static const bool two = env_int("MNEMO_SCAN_BULK_BLOCKS", 3) == 2;
   return !two && k <= 32 && row_bytes <= 768 && unit_rows(row_bytes) == 4 &&
          BulkLayout(row_bytes, k, 4, true).bytes <= kThirdSmem;
-}
-
-// Dot product or squared distance of a row in shared memory with the query
-// in registers, reduced across the warp: row_sums' order of operations.
-template <class T, bool L2, int NVEC>
-__device__ __forceinline__ float shared_row_sum(const unsigned char* row,
-                                                const float (&qr)[(NVEC + 31) / 32][Vec16<T>::kElems], int lane) {
-  constexpr int V = Vec16<T>::kElems;
-  float acc = 0.0f;
-#pragma unroll
-  for (int v = 0; v < (NVEC + 31) / 32; ++v) {
-    const int idx = v * 32 + lane;
-    if (NVEC % 32 == 0 || idx < NVEC) {
-      float x[V];
-      Vec16<T>::load_shared(row + static_cast<size_t>(idx) * 16, x);
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if (L2) {
-          const float d = x[e] - qr[v][e];
-          acc = fmaf(d, d, acc);
-        } else {
-          acc = fmaf(x[e], qr[v][e], acc);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  return acc;
 }
 
 template <class T, bool L2, int NVEC, uint32_t kUnitRows, class List, int kMinBlocks = 2>
@@ -206,7 +178,7 @@ __global__ void __launch_bounds__(kScanThreads, kMinBlocks)
     float acc[kUnitRows];
 #pragma unroll
     for (uint32_t r = 0; r < kUnitRows; ++r)
-      acc[r] = r < rows ? shared_row_sum<T, L2, NVEC>(unit + r * row_bytes, qr, lane) : 0.0f;
+      acc[r] = r < rows ? smem_row_sum<T, L2, NV, NVEC % 32 == 0>(unit + r * row_bytes, qr, NVEC, lane) : 0.0f;
     // Every lane has read the stage: refill it with the unit `stages` on.
     __syncwarp();
     const uint32_t ja = j + stages;

@@ -12,6 +12,8 @@
 #include "device/arena.h"
 #include "device/cuda_backend.h"
 #include "device/device_store.h"
+#include "device/env_knob.h"
+#include "scan/gather_scan.h"
 #include "scan/scan_tail.cuh"
 #include "search/ivf_search.h"
 #include "search/list_scan.h"
@@ -58,7 +60,19 @@ void launch_list_scan(ExecContext& ctx, cudaStream_t st, const StoreRef& s, cons
   // longest list alone holds a block to more than kRowsPerBlock rows: lists
   // differ by decades, and one block reading a long one would finish last.
   constexpr unsigned kRowsPerBlock = 32768;
-  const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), kScanWarps * 4)));
+  // The staged gather (gather_scan.h) serves a pass whose longest list
+  // times its queries reaches MNEMO_GATHER_MIN_ROWS slots (131072 unless
+  // set; 1 in the tests of its path), a warp taking chunks of 32 entries,
+  // two a warp at least so that its copies run ahead of its sums. H200,
+  // 10M x 192 f16, scan ms against the span scan: one query 0.373 / 0.576
+  // at 2.16M rows, 0.196 / 0.277 at 960k, 0.092 / 0.112 at 297k, but
+  // 0.0675 / 0.058 at 100k and 0.055 / 0.032 at 10k, where its grid leaves
+  // the SMs few warps and a row costs it about 110 instructions; 64 queries
+  // over one list 1.225 / 2.416 at 100k rows, 10.2 / 15.1 at 990k.
+  static const auto min_rows = static_cast<uint64_t>(env_positive("MNEMO_GATHER_MIN_ROWS", 131072));
+  const bool gather = static_cast<uint64_t>(longest) * nq >= min_rows && gather_scan_usable(s, kc);
+  const unsigned least = gather ? kScanWarps * 64 : kScanWarps * 4;
+  const unsigned by_rows = std::max(1u, std::min(sms * 4, ceil_div(std::max(longest, 1u), least)));
   const unsigned spread = std::max(ceil_div(4ull * sms, nq), ceil_div(longest, kRowsPerBlock));
   const unsigned blocks = std::max(1u, std::min(by_rows, spread));
   // Query chunks whose candidate lists fit half the workspace.
@@ -85,7 +99,10 @@ void launch_list_scan(ExecContext& ctx, cudaStream_t st, const StoreRef& s, cons
     ScanSpans sp;
     sp.slots = slots;
     sp.bounds = bounds + q0;
-    launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
+    if (gather)
+      launch_gather_scan(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
+    else
+      launch_scan_spans(s, q + q0 * ld, qn + q0, m, kc, cand, blocks, tail, sp, st);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../fields_check.h"
+#include "cuda_fixture.h"
 
 namespace {
 
@@ -45,15 +46,7 @@ struct EachFilter {
   std::vector<const Node*> per_query;
 };
 
-class GpuFields : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    rt_ = mt::cuda_runtime_or_why(&why);
-    if (!rt_) GTEST_SKIP() << why;
-  }
-  mt::RuntimePtr rt_;
-};
+class GpuFields : public mt::CudaRuntimeTest {};
 
 TEST_F(GpuFields, FilteredSearchesMatchTheModel) {
   auto g = mt::rng_for_test();
