@@ -81,16 +81,25 @@ def table(head, rows):
     return "\n".join(out)
 
 
+# Commands longer than this are left to bench/results/README.md's table.
+SOURCE_COMMAND_MAX = 200
+
+
 def source(*names):
-    """The line under a section's title: which run its figures come from."""
-    parts = []
+    """The line under a section's title: which run its figures come from,
+    and the command that wrote it where that is short."""
+    parts, long_ = [], False
     for n in names:
         r = run_of(n)
         what = f"`bench/results/{n}`"
         if r:
-            what += f" ({r.get('machine', '?')}, {r.get('date', '?')}; `{r.get('command', '?')}`)"
+            cmd = r.get("command", "?")
+            shown = f"; `{cmd}`" if len(cmd) <= SOURCE_COMMAND_MAX else ""
+            long_ = long_ or not shown
+            what += f" ({r.get('machine', '?')}, {r.get('date', '?')}{shown})"
         parts.append(what)
-    return "Figures from " + "; ".join(parts) + "."
+    tail = (" The commands are in [bench/results/README.md](../bench/results/README.md#the-current-files)." if long_ else "")
+    return "Figures from " + "; ".join(parts) + "." + tail
 
 
 def picture(png, alt):
@@ -707,9 +716,11 @@ def shape_grid():
             best = min(peers) if peers else None
             cells.append(f"{times(best[0] / mine)} ({best[1]})" if best and mine else "-")
             body.append(cells)
+        # Hundreds of cells: folded under their targets, so the page reads on.
         text += [f"### {where}", "", source(name), ""] + shape_targets(rows) + [
+                 f"<details><summary>Every cell ({len(body)})</summary>", "",
                  table(["dim", "dtype", "metric", "k", "queries", "store MiB"] + [c for c, _ in cols]
-                       + ["mnemo vs the fastest peer"], body), ""]
+                       + ["mnemo vs the fastest peer"], body), "", "</details>", ""]
     pic = picture("shape-grid.png", "mnemo against its peers over the shape grid")
     if found and pic:
         text += [pic, ""]
@@ -723,7 +734,9 @@ def shape_grid():
 FILTERED_WHERE = {"cpu": "CPU", "gpu": "GPU", "h100": "GPU (H100)", "h200": "GPU (H200)",
                   "h200-dense": "GPU (H200): the dense plan, FAST, against the spans in one process",
                   "h200-10k": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan on and off",
-                  "h200-shares": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan at three shares"}
+                  "h200-shares": "GPU (H200): 10,000 queries in one batch, FAST, the dense plan at three shares",
+                  "h200-paced": "GPU (H200): 10,000 queries in one batch, FAST, after the batch kernel's paced "
+                                "threshold reads"}
 FILTERED_TARGETS = (0.9, 0.95, 0.99)
 
 
@@ -953,12 +966,7 @@ def sections_titles():
 
 
 def head():
-    r = runs()
-    rows = [[x.get("area", "-"), f"[`{x['file']}`](../bench/results/{x['file']})", x.get("machine", "-"),
-             x.get("date", "-"), f"`{x.get('command', '-')}`",
-             f"[notebook](lab/{x['notebook']})" if x.get("notebook") else "-"]
-            for x in r if os.path.exists(os.path.join(RESULTS, x["file"]))]
-    toc = [f"- [{t}](#{anchor(t)})" for t in sections_titles()]
+    toc = [f"- [{t}](#{anchor(t)})" for t in sections_titles() + [PROVENANCE]]
     glance = grid_glance()
     return "\n".join([
         "# Benchmarks",
@@ -969,31 +977,46 @@ def head():
         "on the CPU, the inverted-file indexes of FAISS and cuVS for sublinear recall. Every figure here is the",
         "current run of its machine, read from `bench/results/` by `bench/report.py`",
         "(`python3 bench/report.py` rewrites this page). How each figure got where it is, with every design",
-        "measured and not kept, is in the [lab notebook](lab/README.md); which results file is which, in",
-        "[bench/results/README.md](../bench/results/README.md).",
+        "measured and not kept, is in the [lab notebook](lab/README.md); which results file is which, and the",
+        "command that wrote it, in [bench/results/README.md](../bench/results/README.md).",
         "",
         "Times are medians in milliseconds. \"mnemo vs peer\" is the peer's time over mnemo's: above 1.00x",
         "mnemo is faster. A peer runs in the same process, on the same data, in the same run as the mnemo",
         "figure beside it. The rows are 768-dim f32 and k = 10 unless the row says otherwise.",
         "",
-        *toc,
+        "## At a glance",
+        "",
+        how_fast(page="", glance=False),
         "",
         *(glance + [""] if glance else []),
-        "## What was measured, where, when",
+        "Sections:",
         "",
-        table(["area", "results", "machine", "date", "command", "how it got there"], rows),
+        *toc,
     ])
 
 
+# The last section: each results file's machine, date and notebook.
+PROVENANCE = "What was measured, where, when"
+
+
+def provenance():
+    rows = [[x.get("area", "-"), f"[`{x['file']}`](../bench/results/{x['file']})", x.get("machine", "-"),
+             x.get("date", "-"), f"[notebook](lab/{x['notebook']})" if x.get("notebook") else "-"]
+            for x in runs() if os.path.exists(os.path.join(RESULTS, x["file"]))]
+    return "\n".join([f"## {PROVENANCE}", "",
+                      "The command that wrote each file is in [bench/results/README.md](../bench/results/README.md).",
+                      "", table(["area", "results", "machine", "date", "how it got there"], rows)])
+
+
 def render_page():
-    return "\n\n".join([head()] + [f() for f in SECTIONS]) + "\n"
+    return "\n\n".join([head()] + [f() for f in SECTIONS] + [provenance()]) + "\n"
 
 
-def how_fast():
-    """The README's headline rows: each mnemo figure beside its peers and the
-    page's section."""
+def how_fast(page="docs/benchmarks.md", glance=True):
+    """The headline rows (the README's, and the top of the page with
+    page=""): each mnemo figure beside its peers and the page's section."""
     out = ["| workload | mnemo | peers, same run | mnemo vs the fastest peer |", "|---|---|---|---|"]
-    link = f"docs/benchmarks.md#{anchor('GPU recall as users call it')}"
+    link = f"{page}#{anchor('GPU recall as users call it')}"
     rows = user_rows()
     for want, label in (("1q x 1M x 768 f32 k=10", "one query, 1M x 768 f32, GPU (H200), from Python"),
                         ("100q x 1M x 768 f32 k=10", "100 queries, 1M x 768 f32, GPU (H200), from Python")):
@@ -1014,7 +1037,7 @@ def how_fast():
         ps.sort(key=lambda r: r["median_ms"])
         peers = ", ".join(f"{'numpy' if p['impl'] == 'numpy' else 'FAISS'} {ms(p['median_ms'])} ms" for p in ps)
         best = ps[0] if ps else None
-        out.append(f"| [one query, 100k x 768 f32, CPU (2 cores)](docs/benchmarks.md#{anchor('CPU against FAISS and numpy')})"
+        out.append(f"| [one query, 100k x 768 f32, CPU (2 cores)]({page}#{anchor('CPU against FAISS and numpy')})"
                    f" | {ms(mn['median_ms'])} ms | {peers} | "
                    + (f"{times(best['median_ms'] / mn['median_ms'])} ({'numpy' if best['impl'] == 'numpy' else 'FAISS'})"
                       if best else "-") + " |")
@@ -1027,9 +1050,9 @@ def how_fast():
         ex = next(r for r in rows if r["impl"] == "mnemo" and r["kind"] == "exact")
         if qm and qp:
             out.append(f"| [index, {ex['n'] // 1000000}M x {ex['dim']}, recall@10 0.95, a batch, CPU (2 cores)]"
-                       f"(docs/benchmarks.md#{anchor('The index against FAISS and cuVS')}) | {qm:,.0f} queries/s | "
+                       f"({page}#{anchor('The index against FAISS and cuVS')}) | {qm:,.0f} queries/s | "
                        f"FAISS IVF-Flat {qp:,.0f} queries/s | {qm / qp:.2f}x (FAISS) |")
-    glance = grid_glance("docs/benchmarks.md")
+    glance = grid_glance(page) if glance else []
     return "\n".join(out + ([""] + glance if glance else []))
 
 
