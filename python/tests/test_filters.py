@@ -17,6 +17,7 @@ NO_ID padding."""
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import math
 import os
@@ -541,6 +542,42 @@ def test_where_each_is_per_query(rt, rng) -> None:
     g = gen.filter()
     got = store.search(q, 5, where_each=[g[0]])
     same_results(got, brute_force(model, q, 5, model.ids(g[2])), g[0])
+
+
+def test_where_each_long_lists_build_their_own_filters(rt, rng) -> None:
+    """where_each of more entries than take the filters' cache: each built
+    for the call, an entry equal to the one before sharing its filter only
+    when the values' types agree too (True, 1 and 1.0 compare equal in
+    Python and filter differently); every query gets its own filter's
+    answer."""
+    from mnemo import store as store_mod
+    store, model = filled(rt, rng)
+    gen = FilterGen(rng, model)
+    nq = store_mod._WHERE_EACH_CACHED + 37
+    q = random_queries(rng, nq)
+    gens, each = [], []
+    for i in range(nq):
+        r = rng.random()
+        if i > 0 and r < 0.3:  # the same object again
+            gens.append(gens[-1])
+            each.append(each[-1])
+        elif i > 0 and r < 0.5 and gens[-1] is not None:  # an equal dict, built again
+            gens.append(gens[-1])
+            each.append(copy.deepcopy(gens[-1][0]))
+        else:
+            g = gen.filter() if rng.random() < 0.85 else None
+            gens.append(g)
+            each.append(None if g is None else gen.form(g))
+    got = store.search(q, 6, where_each=each)
+    for row, g in enumerate(gens):
+        allowed = model.ids(lambda r: True) if g is None else model.ids(g[2])
+        same_results((got[0][row], got[1][row]), brute_force(model, q[row], 6, allowed),
+                     None if g is None else g[0])
+    arr, held = store_mod._where_each([{"n": 1}, {"n": True}, {"n": 1.0}, {"n": 1}, {"n": 1}]
+                                      + [None] * store_mod._WHERE_EACH_CACHED, store_mod._WHERE_EACH_CACHED + 5)
+    handles = [arr[i] for i in range(5)]
+    assert len(set(handles[:4])) == 4 and handles[3] == handles[4]
+    assert handles[0] != handles[3]  # equal, but not the one before it
 
 
 def test_where_with_the_id_filter_and_bias(rt, rng) -> None:
