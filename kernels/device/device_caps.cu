@@ -3,7 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
 
+#include "device/cuda_util.cuh"
 #include "device/device_caps.h"
 
 namespace mnemo::cuda {
@@ -33,6 +37,25 @@ int device_major() {
 size_t device_smem_optin() {
   static std::atomic<int> optin[64];
   return static_cast<size_t>(cached_attribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin));
+}
+
+int resident_grid(const void* kernel, int threads, size_t smem, size_t smem_limit) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> known;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "resident grid: device");
+  const auto key = std::make_tuple(dev, kernel, threads, smem);
+  std::lock_guard<std::mutex> g(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  if (smem_limit > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem_limit < smem ? smem : smem_limit)),
+          "resident grid: shared memory");
+  int per = 0, sms = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, smem), "resident grid: occupancy");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "resident grid: SMs");
+  return known[key] = per * sms;
 }
 
 }  // namespace mnemo::cuda

@@ -12,4 +12,12 @@ int device_major();
 // device, in bytes (0 when unknown).
 size_t device_smem_optin();
 
+// Blocks of `kernel` resident at once on the current device (blocks an SM
+// times its SMs) with `threads` threads and `smem` bytes of dynamic shared
+// memory, the kernel's dynamic shared-memory limit raised to `smem_limit`
+// (at least smem) first. Cached per device, kernel and size: asked of the
+// runtime at every launch, these calls cost microseconds a search. Throws
+// where the runtime refuses.
+int resident_grid(const void* kernel, int threads, size_t smem, size_t smem_limit);
+
 }  // namespace mnemo::cuda

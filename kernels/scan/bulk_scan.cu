@@ -214,13 +214,8 @@ unsigned launch_typed(const StoreRef& s, const float* q, const float* qn, uint32
   // The grid at most the blocks resident at once (the caller asks for
   // three an SM where rows allow it).
   auto go = [&](auto kernel) {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(lay.bytes)),
-          "bulk scan smem");
-    int per = 0, dev = 0, sms = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kScanThreads, lay.bytes), "bulk scan occupancy");
-    check(cudaGetDevice(&dev), "bulk scan device");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "bulk scan SMs");
-    if (per > 0) blocks = std::min(blocks, static_cast<unsigned>(per * sms));
+    const int resident = resident_grid(reinterpret_cast<const void*>(kernel), kScanThreads, lay.bytes, kMaxSmem);
+    if (resident > 0) blocks = std::min(blocks, static_cast<unsigned>(resident));
     kernel<<<blocks, kScanThreads, lay.bytes, st>>>(s, q, qn, k, cand, tail, lay.stages);
   };
   constexpr int V = Vec16<T>::kElems;

@@ -13,9 +13,6 @@
 // DRAM). Keys are the same bits as every other scan's (row_sums' order of
 // operations); the lists and the merge are scan_tail.cuh's.
 #include <algorithm>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "device/cp_async.cuh"
 #include "device/device_caps.h"
@@ -33,8 +30,6 @@ namespace {
 // warp's 32 list entries, one per lane, loaded together.
 constexpr uint32_t kUnitRows = 4;
 constexpr uint32_t kChunkUnits = 32 / kUnitRows;
-constexpr uint32_t kNoSlot = 0xffffffffu;
-constexpr size_t kMaxSmem = 113 * 1024;
 
 // Units in flight a warp: four of rows up to 512 bytes (16 rows of 384
 // bytes, 6 KB), two of longer rows (8 KB at 1 KB rows): at most a chunk.
@@ -43,10 +38,18 @@ constexpr uint32_t stages_of() {
   return NV == 1 ? 4 : 2;
 }
 
-size_t smem_bytes(uint64_t row_bytes, uint32_t stages, uint32_t k) {
+constexpr size_t smem_bytes(uint64_t row_bytes, uint32_t stages, uint32_t k) {
   return static_cast<size_t>(kScanWarps) * stages * kUnitRows * row_bytes +
          static_cast<size_t>(kScanWarps) * k * sizeof(Cand) + kScanWarps * sizeof(int);
 }
+
+// The most any layout takes (rows of 512 bytes at four stages, or of 1 KB
+// at two; lists of kSmallKMax): 80 KB, within every sm_80+ GPU's opt-in
+// limit (99 KB on sm_86 and sm_89), so one attribute serves every launch.
+constexpr size_t kMostSmem = smem_bytes(512, stages_of<1>(), kSmallKMax) > smem_bytes(1024, stages_of<2>(), kSmallKMax)
+                                 ? smem_bytes(512, stages_of<1>(), kSmallKMax)
+                                 : smem_bytes(1024, stages_of<2>(), kSmallKMax);
+static_assert(kMostSmem <= 99 * 1024, "the gather's shared memory must fit sm_86's opt-in limit");
 
 // A slot's metadata, dead where the lane holds no entry.
 __device__ __forceinline__ SlotMeta gathered_meta(const StoreRef& s, uint32_t slot) {
@@ -193,33 +196,12 @@ __global__ void __launch_bounds__(kScanThreads)
                        static_cast<uint32_t>(static_cast<size_t>(kScanWarps) * STAGES * unit_bytes / sizeof(Cand)));
 }
 
-// Blocks of `kernel` resident an SM with `bytes` of shared memory, on the
-// current device (0 where the query fails); the shared-memory attribute set
-// on first use. Cached per device, instance and size: asked at each launch,
-// the runtime's calls took about 8 us of a search over 100k rows.
-int resident_blocks(const void* kernel, size_t bytes) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, const void*, size_t>, int> known;
-  int dev = 0;
-  check(cudaGetDevice(&dev), "gather scan device");
-  const auto key = std::make_tuple(dev, kernel, bytes);
-  std::lock_guard<std::mutex> g(mu);
-  auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxSmem)),
-        "gather scan smem");
-  int per = 0, sms = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kScanThreads, bytes), "gather occupancy");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "gather scan SMs");
-  return known[key] = per * sms;
-}
-
 template <class T, bool L2, int NV, class List>
 unsigned launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t nq, uint32_t k, Cand* cand,
                       unsigned blocks, const ScanTail& tail, const ScanSpans& sp, cudaStream_t st) {
   const size_t bytes = smem_bytes(s.ld * sizeof(T), stages_of<NV>(), k);
   auto kernel = gather_scan_kernel<T, L2, NV, List>;
-  const int resident = resident_blocks(reinterpret_cast<const void*>(kernel), bytes);
+  const int resident = resident_grid(reinterpret_cast<const void*>(kernel), kScanThreads, bytes, kMostSmem);
   // One query: no partial second wave.
   if (nq == 1 && resident > 0) blocks = std::min(blocks, static_cast<unsigned>(resident));
   kernel<<<dim3(blocks, nq), kScanThreads, bytes, st>>>(s, q, qn, k, cand, tail, sp);
@@ -255,7 +237,6 @@ bool gather_scan_usable(const StoreRef& s, uint32_t kc) {
   // (the copies move multiples of 16 bytes from 16-byte aligned rows).
   if (row_bytes == 0 || row_bytes > 1024 || row_bytes % 16 != 0) return false;
   if (reinterpret_cast<uintptr_t>(s.vectors) % 16 != 0) return false;
-  if (smem_bytes(row_bytes, row_bytes <= 512 ? stages_of<1>() : stages_of<2>(), kc) > kMaxSmem) return false;
   return device_major() >= 8;
 }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "device/device_caps.h"
 #include "device/env_knob.h"
 #include "scan/row_dot.cuh"
 #include "scan/scan_tail.cuh"
@@ -162,9 +163,8 @@ __global__ void __launch_bounds__(kThreads)
 // past the wave would run after it.
 template <class K>
 unsigned wave_grid(K kernel, size_t smem, unsigned sm_count, unsigned wanted) {
-  int per_sm = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem), "score occupancy");
-  return std::max(1u, std::min(wanted, sm_count * static_cast<unsigned>(std::max(per_sm, 1))));
+  const int resident = resident_grid(reinterpret_cast<const void*>(kernel), kThreads, smem, smem);
+  return std::max(1u, std::min(wanted, resident > 0 ? static_cast<unsigned>(resident) : sm_count));
 }
 
 // MNEMO_SCORE_SHORT=0 sends short rows to the generic loop (for measuring).
@@ -178,10 +178,8 @@ void launch_width(const StoreRef& s, const float* q, const float* qn, uint32_t n
                   unsigned sm_count, cudaStream_t st) {
   const size_t smem = QB * s.ld * 4;
   auto go = [&](auto kernel) {
-    if (smem > 48 * 1024)
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "score smem");
-    // Four queries' instances hold two or three blocks an SM.
+    // Four queries' instances hold two or three blocks an SM (wave_grid
+    // raises the shared-memory limit past 48 KB).
     const unsigned grid = wave_grid(kernel, smem, sm_count, blocks);
     kernel<<<grid, kThreads, smem, st>>>(s, q, qn, n, out);
   };
