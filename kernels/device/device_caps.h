@@ -15,9 +15,9 @@ size_t device_smem_optin();
 // Blocks of `kernel` resident at once on the current device (blocks an SM
 // times its SMs) with `threads` threads and `smem` bytes of dynamic shared
 // memory, the kernel's dynamic shared-memory limit raised to `smem_limit`
-// (at least smem) first. Cached per device, kernel and size: asked of the
-// runtime at every launch, these calls cost microseconds a search. Throws
-// where the runtime refuses.
+// (at least smem) first. Cached per device, kernel and size, so a launch
+// does not ask the runtime again (three or four calls of host time each).
+// Throws where the runtime refuses.
 int resident_grid(const void* kernel, int threads, size_t smem, size_t smem_limit);
 
 }  // namespace mnemo::cuda
