@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "device/cuda_util.cuh"
 #include "device/device_caps.h"
@@ -42,16 +43,23 @@ size_t device_smem_optin() {
 int resident_grid(const void* kernel, int threads, size_t smem, size_t smem_limit) {
   static std::mutex mu;
   static std::map<std::tuple<int, const void*, int, size_t>, int> known;
+  // The limit each kernel has on each device: only ever raised, so that a
+  // launch cached with more shared memory never meets a lower limit set
+  // for a smaller one since.
+  static std::map<std::pair<int, const void*>, size_t> limit;
   int dev = 0;
   check(cudaGetDevice(&dev), "resident grid: device");
   const auto key = std::make_tuple(dev, kernel, threads, smem);
   std::lock_guard<std::mutex> g(mu);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
-  if (smem_limit > 48 * 1024)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem_limit < smem ? smem : smem_limit)),
+  const size_t want = smem_limit < smem ? smem : smem_limit;
+  size_t& have = limit[{dev, kernel}];
+  if (want > 48 * 1024 && want > have) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(want)),
           "resident grid: shared memory");
+    have = want;
+  }
   int per = 0, sms = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, smem), "resident grid: occupancy");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "resident grid: SMs");
