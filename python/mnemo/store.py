@@ -24,8 +24,7 @@ from .arrays import ptr as host_ptr
 from .enums import Backend, DType, FilterKind, Metric, Status, parse_enum
 from .errors import MnemoError, MnemoTypeError, MnemoValueError
 from .fields import Memory
-from . import filters as _filters
-from .filters import Filter, Where, as_filter
+from .filters import Filter, Where, as_filter, as_filters
 from .tensors import Placement, ptr
 
 # The compiled search calls (mnemo._mnemo_ext), or a stand-in that raises
@@ -949,52 +948,12 @@ def _where_each(where_each: Any, nq: int) -> Tuple[Any, "list[Filter]"]:
                                               f"expected one per query ({nq})")
     arr = (ctypes.c_void_p * max(nq, 1))()
     held = []
-    # Few entries go through the filters' cache (a caller repeating its
-    # filters call after call builds them once). Many, each a filter of
-    # its own, would only churn it: they are built here, an entry equal to
-    # the one before (the same object, or an equal dict with the same
-    # types) taking its filter, so that those queries are still searched
-    # together. 10,000 one- or two-tag dicts, each new: 149.5 ms through
-    # the cache, 111.4 here (medians of 8, in turn in one process, the
-    # 2-core development machine).
-    cached = nq <= _WHERE_EACH_CACHED
-    prev: Any = None
-    prev_f: Optional[Filter] = None
-    prev_key: Any = None
-    for i, e in enumerate(entries):
-        if cached or not isinstance(e, Mapping):
-            f = as_filter(e)  # a TypeError for anything but a Filter, a dict or None
-        elif e is prev:
-            f = prev_f
-        else:
-            key = None
-            if prev_f is not None and isinstance(prev, Mapping) and e == prev:
-                # Equal dicts may still differ in their values' types
-                # (True, 1 and 1.0 compare equal and filter differently).
-                key = _frozen_or_none(e)
-                if prev_key is None:
-                    prev_key = _frozen_or_none(prev)
-            if key is not None and key == prev_key:
-                f = prev_f
-            else:
-                f = Filter.from_dict(e)
-            prev, prev_f, prev_key = e, f, key
+    # A TypeError for anything but a Filter, a dict or None.
+    for i, f in enumerate(as_filters(entries)):
         if f is not None:
             held.append(f)
             arr[i] = f.handle
     return arr, held
-
-
-# where_each lists of at most this many entries take the filters' cache.
-_WHERE_EACH_CACHED = 64
-
-
-def _frozen_or_none(where: Mapping[str, Any]) -> Any:
-    """The filters' cache key of a dict, None where it has none."""
-    try:
-        return _filters._frozen(where)
-    except TypeError:
-        return None
 
 
 # The search options' defaults, copied by the filtered fast path.

@@ -550,10 +550,11 @@ def test_where_each_long_lists_build_their_own_filters(rt, rng) -> None:
     when the values' types agree too (True, 1 and 1.0 compare equal in
     Python and filter differently); every query gets its own filter's
     answer."""
+    from mnemo import filters as filters_mod
     from mnemo import store as store_mod
     store, model = filled(rt, rng)
     gen = FilterGen(rng, model)
-    nq = store_mod._WHERE_EACH_CACHED + 37
+    nq = filters_mod._EACH_CACHED + 37
     q = random_queries(rng, nq)
     gens, each = [], []
     for i in range(nq):
@@ -574,7 +575,7 @@ def test_where_each_long_lists_build_their_own_filters(rt, rng) -> None:
         same_results((got[0][row], got[1][row]), brute_force(model, q[row], 6, allowed),
                      None if g is None else g[0])
     arr, held = store_mod._where_each([{"n": 1}, {"n": True}, {"n": 1.0}, {"n": 1}, {"n": 1}]
-                                      + [None] * store_mod._WHERE_EACH_CACHED, store_mod._WHERE_EACH_CACHED + 5)
+                                      + [None] * filters_mod._EACH_CACHED, filters_mod._EACH_CACHED + 5)
     handles = [arr[i] for i in range(5)]
     assert len(set(handles[:4])) == 4 and handles[3] == handles[4]
     assert handles[0] != handles[3]  # equal, but not the one before it
