@@ -119,6 +119,17 @@ def read_gbs(torch: Any) -> float:
     return best
 
 
+def own_cells(spec: str) -> List[Dict[str, Any]]:
+    """Cells off the grid (--cells), e.g. 64:f16:2:100 or 128:f32:4:100:4096:l2."""
+    out = []
+    for item in spec.split(","):
+        f = item.split(":")
+        mb = int(f[4]) if len(f) > 4 else 1024
+        out.append({"dim": int(f[0]), "dtype": f[1], "metric": f[5] if len(f) > 5 else "cosine",
+                    "store_bytes": mb << 20, "nq": int(f[2]), "k": int(f[3])})
+    return out
+
+
 class Grid:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
@@ -300,8 +311,10 @@ def main() -> int:
     ap.add_argument("--dtypes", default="", help="comma-separated storage dtypes to keep, e.g. f16,bf16")
     ap.add_argument("--metrics", default="", help="comma-separated metrics to keep, e.g. cosine")
     ap.add_argument("--stores", default="", help="comma-separated store sizes in MB to keep, e.g. 64,1024")
+    ap.add_argument("--cells", default="",
+                    help="cells of one's own instead of a part: DIM:DTYPE:NQ:K[:MB[:METRIC]] joined by commas")
     args = ap.parse_args()
-    todo = cells(args.part)
+    todo = own_cells(args.cells) if args.cells else cells(args.part)
     if args.only:
         keep = {int(d) for d in args.only.split(",")}
         todo = [c for c in todo if c["dim"] in keep]

@@ -84,7 +84,7 @@ void launch_typed(const StoreRef& s, const float* q, const float* qn, uint32_t n
 
 }  // namespace
 
-uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, uint32_t queries, bool costly_offers) {
   static const bool off = env_int("MNEMO_SCAN_SAMPLE", 1) == 0;
   // Register lists (k <= 32) admit cheaply and their tail bounds itself,
   // unless an offer costs a re-score (the tensor-core scan): then a
@@ -96,10 +96,21 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers) {
   // are not sampled (their lists see few rows each). MNEMO_SCAN_SAMPLE_DIV
   // sets another share (one row in N, for measuring).
   static const uint32_t div = static_cast<uint32_t>(env_positive("MNEMO_SCAN_SAMPLE_DIV", 128));
-  // MNEMO_SCAN_SAMPLE_MAX caps the rows of long lists' samples (16384
-  // unless set, for measuring).
-  static const uint32_t cap_long = static_cast<uint32_t>(env_positive("MNEMO_SCAN_SAMPLE_MAX", 16384));
-  const uint32_t count = std::min<uint32_t>(s.slots / div, kc <= 32 ? 4096 : cap_long);
+  // Long lists' samples are capped, the cap set by what an offer costs
+  // against a sampled row. One query: 16,384 (an offer costs about 0.15
+  // ns, a sampled row 0.7; at 32,768 and 57,344 one query over 8.4M rows
+  // of 64 x f16, k = 100, took 8 and 24 us longer on the H200). Several
+  // queries a pass: as many as the selection holds (57,344 on H100 and
+  // H200): their scans hold two blocks an SM and an offer stalls them
+  // longer. Four queries at k = 100 over 1 GB, H200, against 16,384: 64 x
+  // f16 0.613 ms against 0.775, 128 x f16 0.522 against 0.649, 32 x f16
+  // 1.08 against 2.34, 64 x bf16 0.623 against 0.798; over 4 GB of 64 x
+  // f16 1.83 against 2.63. MNEMO_SCAN_SAMPLE_MAX sets the cap (for
+  // measuring).
+  static const int forced_cap = env_int("MNEMO_SCAN_SAMPLE_MAX", 0);
+  const uint32_t most = sample_bound_most();
+  const uint32_t cap_long = forced_cap > 0 ? static_cast<uint32_t>(forced_cap) : queries > 1 ? most : 16384u;
+  const uint32_t count = std::min({s.slots / div, kc <= 32 ? 4096u : cap_long, most});
   if (count < 4 * kc || !sample_bound_fits(count)) return 0;
   return count;
 }

@@ -131,11 +131,12 @@ int scan_lanes(const StoreRef& s);
 // top kc falls below the bound. bound needs no zeroing.
 void launch_scan_sample(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t kc,
                         uint32_t count, int lanes, float* keys, unsigned* bound, cudaStream_t st);
-// Rows to sample for a single-pass scan of kc-entry lists (0: none; the
-// scan then starts without a bound). costly_offers: the scan pays for each
-// row it offers (the tensor-core scan's re-score), so lists of any length
-// start from a bound. MNEMO_SCAN_SAMPLE = 0 turns it off.
-uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, bool costly_offers = false);
+// Rows to sample for a single-pass scan of kc-entry lists over `queries`
+// queries a pass (0: none; the scan then starts without a bound).
+// costly_offers: the scan pays for each row it offers (the tensor-core
+// scan's re-score), so lists of any length start from a bound.
+// MNEMO_SCAN_SAMPLE = 0 turns it off.
+uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, uint32_t queries, bool costly_offers = false);
 
 // The single-query scan fed by bulk copies (bulk_scan.cu): whether it
 // serves this search on the current device (sm_90 and later, one query, no

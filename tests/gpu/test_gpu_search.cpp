@@ -277,6 +277,11 @@ std::vector<Case> cases() {
   // tensor-core scan, f32 and bf16 rows).
   v.push_back({600011, 3, 1, 100, kF32, kCos, kExact, 0});
   v.push_back({530017, 17, 1, 33, kBF16, kDot, kExact, 0});
+  // Passes of several queries sample more, up to what the selection
+  // holds: past 16,384 keys a query (over 2.1M rows) the selection reads
+  // them from shared memory.
+  v.push_back({3000017, 8, 3, 100, kF16, kCos, kExact, 0});
+  v.push_back({2500009, 4, 2, 200, kF32, kL2, kExact, 0});
   // k past the store on the short-row scan and the radix selection.
   v.push_back({500, 64, 1, 1024, kF16, kCos, kExact, 0});
   v.push_back({700, 17, 2, 2048, kF32, kL2, kExact, 0});
