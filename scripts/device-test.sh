@@ -321,6 +321,11 @@ run() {
     "--gtest_filter=*GpuSearch.*F16*:*GpuSearch.*BF16*:GpuSearchTies.*:GpuSearchBits.*"
   step "gpu tests (bulk scan off)" 200 env MNEMO_SCAN_MMA=0 MNEMO_SCAN_BULK=0 .device/bin/mnemo_gpu_tests --gtest_brief=1 \
     "--gtest_filter=*GpuSearch.*_q1_*"
+  # Lists of 129-256 entries, and 2-4 queries over f32 rows past 256 dims,
+  # on the single-pass scans as routed before (by default exact keys of
+  # every row and the radix selection take them).
+  step "gpu tests (scan lists up to 256)" 300 bash -c "$shards" shards "$out" lists256 env MNEMO_SCAN_LIST_MAX=256 \
+    .device/bin/mnemo_gpu_tests --gtest_brief=1 "--gtest_filter=*GpuSearch.*:GpuSearchTies.*:GpuSearchBits.*"
   # The short-row and long-list single-query cases on the scans as they were
   # before: a warp a row, and no sampled bound.
   step "gpu tests (short rows off)" 200 bash -c "$shards" shards "$out" shortoff env MNEMO_SCAN_MMA=0 MNEMO_SCAN_SHORT=0 \

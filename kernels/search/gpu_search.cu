@@ -136,6 +136,29 @@ bool scan_compact() {
   return on;
 }
 
+// Whether the single-pass scans keep the lists of kc entries for a pass of
+// `queries` queries (else exact keys of every row, then the radix
+// selection). Measured on the H200 (1 GB stores, GPU ms of the search, the
+// scan against the score pass, `MNEMO_SCAN_LIST_MAX=1` for the latter):
+// - Lists past 128 entries cut the scans' blocks an SM: one query at k = 192
+//   or 256 took 0.58-1.09 ms against 0.30-0.45 (64, 384 and 1536 x f16,
+//   128 and 768 x f32), four queries at k = 256 5.5-6.3 ms against 0.75-0.95.
+//   At k = 128 the tensor-core and bulk-copy scans, and one query on any
+//   scan, were ahead or even in 10 of 12 cells.
+// - The row-by-row scan (f32 rows past 256 dims) of 2-4 queries at k = 33
+//   to 128: 0.54-1.29 ms against 0.33-0.39 (384, 768, 1536, 4096 x f32);
+//   of 4 queries at k = 10 (its four-query instance): 0.52-0.80 against
+//   0.33-0.39 (384, 768, 1536 x f32). Two queries at k = 10 keep it (768 x
+//   f32: 0.274 against 0.340).
+// MNEMO_SCAN_LIST_MAX=N keeps lists up to N entries on every scan (for
+// measuring).
+bool scan_lists_wanted(uint32_t queries, uint32_t kc, bool tensor_or_bulk) {
+  static const int forced = env_int("MNEMO_SCAN_LIST_MAX", 0);
+  if (forced > 0) return kc <= static_cast<uint32_t>(forced);
+  if (kc > 128) return false;
+  return tensor_or_bulk || queries == 1 || (queries == 2 && kc <= 32);
+}
+
 // Whether a flat activation search over `slots` slots forms the memory terms
 // in a pass ahead of the scan. On an H200, 1q x 768 f32, activation over
 // plain was 1.043x ahead against 1.065x inline at 2^17 slots, 1.007x against
@@ -211,20 +234,24 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     else
       launch_f32_to(s.dtype, q, at<void>(fb, o_qt), nq * ld, st);
   }
-  if (!use_gemm && small) {
+  // One query over 16-bit rows of the widths the bulk-copy scan is built
+  // for takes it; other 16-bit searches the tensor-core scan
+  // (mma_scan_kernel.cuh); f32 rows the row-by-row scans. Measured on an
+  // H100 (1 GB of f16 rows, k = 10): one query over 384 and 1536 wide rows
+  // 0.389 and 0.379 ms on the bulk-copy scan, 0.445 and 0.457 on the
+  // tensor-core scan; four queries 1.748 and 1.087 against 0.490 and 0.543.
+  const uint32_t g4 = static_cast<uint32_t>(std::min<uint64_t>(nq, 4));
+  bool bulk = false, mma = false, scan = !use_gemm && small;
+  if (scan) {
+    bulk = bulk_scan_usable(s, static_cast<uint32_t>(nq), kc);
+    mma = !bulk && mma_scan_usable(s, g4, kc);
+    scan = scan_lists_wanted(g4, kc, bulk || mma);
+  }
+  if (scan) {
     // One launch per group of 4 queries, from the scan to the user's ids
     // and scores (the last block merges and emits).
-    // One query over 16-bit rows of the widths the bulk-copy scan is built
-    // for takes it; other 16-bit searches the tensor-core scan
-    // (mma_scan_kernel.cuh); f32 rows the row-by-row scans. Measured on an
-    // H100 (1 GB of f16 rows, k = 10): one query over 384 and 1536 wide rows
-    // 0.389 and 0.379 ms on the bulk-copy scan, 0.445 and 0.457 on the
-    // tensor-core scan; four queries 1.748 and 1.087 against 0.490 and 0.543.
-    const bool bulk = bulk_scan_usable(s, static_cast<uint32_t>(nq), kc);
-    const bool mma = !bulk && mma_scan_usable(s, static_cast<uint32_t>(std::min<uint64_t>(nq, 4)), kc);
     const unsigned blocks = bulk  ? bulk_scan_blocks(s, static_cast<unsigned>(sm_count))
-                            : mma ? mma_scan_blocks(s, static_cast<uint32_t>(std::min<uint64_t>(nq, 4)), kc,
-                                                    static_cast<unsigned>(sm_count))
+                            : mma ? mma_scan_blocks(s, g4, kc, static_cast<unsigned>(sm_count))
                                   : scan_blocks(s, static_cast<unsigned>(sm_count));
     // Long lists start from a sampled bound (scan_sample.cu): its keys
     // after the block lists in the scratch, the bounds in counter words

@@ -281,7 +281,7 @@ std::vector<Case> cases() {
   // holds: past 16,384 keys a query (over 2.1M rows) the selection reads
   // them from shared memory.
   v.push_back({3000017, 8, 3, 100, kF16, kCos, kExact, 0});
-  v.push_back({2500009, 4, 2, 200, kF32, kL2, kExact, 0});
+  v.push_back({2500009, 4, 2, 120, kF32, kL2, kExact, 0});
   // k past the store on the short-row scan and the radix selection.
   v.push_back({500, 64, 1, 1024, kF16, kCos, kExact, 0});
   v.push_back({700, 17, 2, 2048, kF32, kL2, kExact, 0});
