@@ -39,6 +39,8 @@ def parse():
     ap.add_argument("--out", default="bench/results/shape-grid-cpu.jsonl")
     ap.add_argument("--quick", action="store_true", help="64 MB stores only, fewer repetitions (development)")
     ap.add_argument("--only", default="", help="keep cells matching key=value[,key=value] (dim, k, nq, mb, dtype, metric)")
+    ap.add_argument("--cells", default="",
+                    help="cells of one's own instead of the grid: DIM:DTYPE:NQ:K[:MB[:METRIC]] joined by commas")
     ap.add_argument("--min-s", type=float, default=0.4, help="time each implementation about this long per cell")
     ap.add_argument("--impls", default="mnemo,faiss,numpy")
     ap.add_argument("--wait-quiet", type=float, default=60,
@@ -75,6 +77,16 @@ def grid():
             for k in (10, 100):
                 cells.add((d, "f16", "cosine", 256, k, nq))
     return sorted(cells, key=lambda c: (c[3], c[1], c[2], c[0], c[5], c[4]))
+
+
+def own_cells(spec):
+    """Cells off the grid (--cells), e.g. 64:f32:4:256 or 768:f32:16:100:256:l2sq."""
+    out = []
+    for item in spec.split(","):
+        f = item.split(":")
+        out.append((int(f[0]), f[1], f[5] if len(f) > 5 else "cosine", int(f[4]) if len(f) > 4 else 64,
+                    int(f[3]), int(f[2])))
+    return out
 
 
 def keep(cell, only):
@@ -188,7 +200,7 @@ def main():
 
     impls = set(A.impls.split(","))
     faiss.omp_set_num_threads(A.threads)
-    cells = [c for c in grid() if keep(c, A.only) and (not A.quick or c[3] == 64)]
+    cells = own_cells(A.cells) if A.cells else [c for c in grid() if keep(c, A.only) and (not A.quick or c[3] == 64)]
     gbs = reader(A.threads)
     sizes = sorted({c[3] for c in cells})
     bw = {mb: gbs(mb * MB) for mb in sizes}
