@@ -118,12 +118,13 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-bool sample_bound_fits(uint32_t count) { return static_cast<size_t>(count) * 4 + 2048 <= device_smem_optin(); }
-
+// The selection's keys take 4 bytes each beside 2 KB of its own.
 uint32_t sample_bound_most() {
   const size_t smem = device_smem_optin();
   return smem > 2048 ? static_cast<uint32_t>((smem - 2048) / 4) : 0u;
 }
+
+bool sample_bound_fits(uint32_t count) { return count <= sample_bound_most(); }
 
 void launch_sample_bound(const float* keys, uint32_t count, uint32_t nq, uint32_t kc, unsigned* gth, cudaStream_t st) {
   // MNEMO_KTH_GROUP=1: lanes grouped by digit; MNEMO_KTH_SHARED=1: the keys

@@ -110,9 +110,9 @@ uint32_t scan_sample_count(const StoreRef& s, uint32_t kc, uint32_t queries, boo
   static const int forced_cap = env_int("MNEMO_SCAN_SAMPLE_MAX", 0);
   const uint32_t most = sample_bound_most();
   const uint32_t cap_long = forced_cap > 0 ? static_cast<uint32_t>(forced_cap) : queries > 1 ? most : 16384u;
+  // At most `most`, so the selection always holds it.
   const uint32_t count = std::min({s.slots / div, kc <= 32 ? 4096u : cap_long, most});
-  if (count < 4 * kc || !sample_bound_fits(count)) return 0;
-  return count;
+  return count < 4 * kc ? 0 : count;
 }
 
 void launch_scan_sample(const StoreRef& s, const float* queries, const float* qnorms, uint32_t nq, uint32_t kc,

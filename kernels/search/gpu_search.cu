@@ -256,7 +256,7 @@ void device_search(ExecContext& ctx, cudaStream_t st, const StoreRef& s0, const 
     // Long lists start from a sampled bound (scan_sample.cu): its keys
     // after the block lists in the scratch, the bounds in counter words
     // 12-15 (the sampling pass sets them; nothing else uses them).
-    const uint32_t n_sample = scan_sample_count(s, kc, static_cast<uint32_t>(std::min<uint64_t>(nq, 4)), mma);
+    const uint32_t n_sample = scan_sample_count(s, kc, g4, mma);
     const int lanes = bulk || scan_lanes(s) == 0 ? 32 : scan_lanes(s);
     const uint64_t cand_n = 4ull * blocks * kc;
     Cand* cand = static_cast<Cand*>(ctx.scratch(cand_n * sizeof(Cand) + 4ull * n_sample * sizeof(float)));
