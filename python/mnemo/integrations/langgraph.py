@@ -37,6 +37,7 @@ from langgraph.store.base import (BaseStore, GetOp, IndexConfig, Item, ListNames
                                   TTLConfig, ensure_embeddings, get_text_at_path, tokenize_path,
                                   validate_op_namespace)
 
+from .. import _cdefs
 from ..enums import Status
 from ..errors import MnemoError
 from ..filters import Filter
@@ -54,6 +55,10 @@ _VEC = "\x1fv"    # tag of the memories holding one of its vectors
 _TTL = "\x1fttl"  # tag of the memories of an item with a TTL (time = expiry)
 _KINDS = {"vectors": Filter.tags(_VEC), "items": Filter.tags(_ITEM),
           "bare": Filter.and_(Filter.tags(_ITEM), Filter.not_(Filter.tags(_VEC)))}
+# What a search reads of its hits: the namespace and payload (the payload
+# holds the item's key; the memory's key, more scattered reads after a
+# large scan, is not needed).
+_HIT_FIELDS = _cdefs.FIELD_NAMESPACE | _cdefs.FIELD_PAYLOAD
 
 
 # SearchItems of a search's results made by setting their slots, as
@@ -426,7 +431,7 @@ class MnemoStore(BaseStore):
         while True:
             # want_memories and fields by position (matching keyword arguments
             # is code of its own, out of the caches after a large scan).
-            hits = c.run_search(store, query, kk, c.Plan.exact(where), True, c.ROW_FIELDS)
+            hits = c.run_search(store, query, kk, c.Plan.exact(where), True, _HIT_FIELDS)
             n = len(hits)
             # Base id -> (score, its record when the hit was the item's
             # first memory, which holds it; else None: read below).
