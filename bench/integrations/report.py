@@ -115,7 +115,8 @@ def section(rows: List[Dict[str, Any]] = None) -> str:  # type: ignore[assignmen
         "which that call does not do, then counts against the adapter). \"A/B\": the median "
         "adapter call minus "
         "the median Store.search alone with the same query and filter, 100 pairs, both warm (the "
-        "adapter called once untimed first, then each right after the other) or both cold (each "
+        "adapter called once untimed first, then each right after the other, which first in "
+        "turn: the second of two searches after a sweep is the faster) or both cold (each "
         f"after a sweep over {first.get('sweep_mb', 64)} MB, as after other work). "
         "\"At 1,000 memories\": the overhead in the call over a store of 1,000 memories, whose "
         "scan leaves the caches warm. Peers on the same rows and queries: ")
