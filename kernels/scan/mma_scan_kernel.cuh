@@ -25,6 +25,7 @@
 // order.
 #pragma once
 
+#include <cstddef>
 #include <cuda/atomic>
 #include <type_traits>
 
@@ -282,23 +283,46 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
 
   // Step i's copies: its pieces, and at a group's first step the group's
   // metadata (16 pieces a tile; a piece the store's arrays end inside is
-  // copied element by element).
-  // Each lane's copies of a step: piece p = j * 32 + lane of the stage is
-  // piece p % (4 KC) of row p / (4 KC) (rows of the step's tiles one after
-  // another), so a warp's copy covers whole 128-byte lines (a lane's own
-  // fragment pieces, copied by itself, took twice the L2 requests a byte).
-  // Where each lies, fixed but for the group and the chunk: its byte offset
-  // from the group's first row and its place in a stage (the address
-  // arithmetic of a step is then one add a piece).
-  uint64_t from[kMmaPieces];
-  uint32_t to[kMmaPieces];
-#pragma unroll
-  for (int j = 0; j < kMmaPieces; ++j) {
-    const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
-    const uint64_t row = static_cast<uint64_t>(rr / 16) * warps * 16 + rr % 16;
-    from[j] = row * row_bytes + (piece / 4) * 64 + (piece % 4) * 16;
-    to[j] = mma_piece_at<KC>(rr, piece);
-  }
+  // copied element by element). Steps are issued in order, so the first
+  // row of the next group is carried from step to step (a group's rows lie
+  // R * warps * 16 rows past the last group's), and a lane's place in a
+  // step is a few values fixed at the start: with four per-lane 64-bit
+  // offsets a step, the compiler re-derived them at every step (about 80 of
+  // the 354 instructions a group of 16 rows of 64 x f16 took; carrying the
+  // addresses themselves spilled the four-query instances' registers).
+  // Piece p = j * 32 + lane of a stage is piece p % (4 KC) of row p / (4 KC)
+  // (rows of the step's tiles one after another), so a warp's copy covers
+  // whole 128-byte lines (a lane's own fragment pieces, copied by itself,
+  // took twice the L2 requests a byte). 32 is a multiple of a row's 4 KC
+  // pieces, so a lane keeps its piece and moves down 32 / (4 KC) rows each
+  // j: its piece j lies piece_off(j) bytes past its piece 0 (the same for
+  // every lane) and 32 j pieces past it in a stage.
+  constexpr uint32_t kRowsPerJ = 32 / (4 * KC);
+  static_assert(kMmaPieces * kRowsPerJ == 16 * R, "a step's pieces cover its tiles' rows");
+  const uint32_t lane_row = lane / (4 * KC), lane_piece = lane % (4 * KC);
+  const uint32_t to0 = mma_piece_at<KC>(lane_row, lane_piece);
+  auto piece_off = [&](int j) -> uint64_t {
+    const uint32_t rr = j * kRowsPerJ;  // lane 0's row of the step's tiles
+    return static_cast<uint64_t>((rr / 16) * warps * 16 + rr % 16) * row_bytes;
+  };
+  const uint32_t group_rows = R * warps * 16;
+  // The first row of the next group to issue.
+  uint32_t next_first = first_row(0, 0);
+  const uint32_t lane_off = (lane_piece / 4) * 64 + (lane_piece % 4) * 16;
+  // A lane's metadata copy: lanes of tile r < R copy 16 bytes of its norms
+  // (p 0-3), biases (4-7, where they apply) or ids (8-15) of the rows from
+  // the group's first + meta_row on (four, four, two rows), to its group's
+  // stage of the metadata ring.
+  const int meta_r = lane / 16, meta_p = lane % 16;
+  const bool meta_id = meta_p >= 8;
+  const bool meta_mine = meta_r < R && (meta_p < 4 || meta_id || s.apply_bias);
+  const uint32_t meta_per = meta_id ? 2 : 4;
+  const uint32_t meta_at = meta_r * 16 + (meta_id ? (meta_p - 8) * 2 : (meta_p % 4) * 4);
+  const uint32_t meta_row = meta_r * warps * 16 + (meta_at - meta_r * 16);
+  unsigned char* const meta_ring =
+      reinterpret_cast<unsigned char*>(metas) + (meta_id ? offsetof(MmaMeta, id) + meta_at * sizeof(unsigned long long)
+                                                 : meta_p < 4 ? offsetof(MmaMeta, norm) + meta_at * sizeof(float)
+                                                              : offsetof(MmaMeta, bias) + meta_at * sizeof(float));
   auto issue = [&](uint32_t i) {
     const uint32_t group = i / spt, c0 = (i % spt) * KC, stage = i % S;
     uint4* st = pieces + stage * 32 * kMmaPieces;
@@ -306,51 +330,39 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
     // zero-fill operand (the same warp everywhere: its last row decides).
     const bool whole = whole_chunks && c0 + KC <= nch && n_rows >= 16 && first_row(group, R - 1) <= n_rows - 16;
     if (whole) {
-      const unsigned char* at = base + static_cast<uint64_t>(first_row(group, 0)) * row_bytes + c0 * 64;
+      const unsigned char* at = base + static_cast<uint64_t>(next_first + lane_row) * row_bytes + lane_off + c0 * 64;
 #pragma unroll
-      for (int j = 0; j < kMmaPieces; ++j) cp_async16(st + to[j], at + from[j]);
-      return;
-    }
+      for (int j = 0; j < kMmaPieces; ++j) cp_async16(st + to0 + 32 * j, at + piece_off(j));
+    } else {
 #pragma unroll
-    for (int j = 0; j < kMmaPieces; ++j) {
-      const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
-      const uint32_t row = first_row(group, static_cast<int>(rr / 16)) + rr % 16;
-      const uint32_t ch = c0 + piece / 4;
-      const uint64_t d = static_cast<uint64_t>(ch) * CD + PE * (piece % 4);
-      const bool ok = ch < nch && d < ld && row < n_rows;
-      cp_async16(st + to[j], ok ? base + row * row_bytes + d * EB : base, ok);
-    }
-  };
-  auto issue_meta = [&](uint32_t i) {
-    const uint32_t group = i / spt, c0 = (i % spt) * KC;
-    if (c0 == 0) {
-      MmaMeta& m = metas[group % S];
-      const int r = lane / 16, p = lane % 16;
-      if (r < R) {
-        const uint32_t b0 = first_row(group, r);
-        const int at = r * 16;
-        // Pieces 0-3: norms, 4-7: biases, 8-15: ids (four, four, two rows).
-        const bool is_id = p >= 8;
-        const uint32_t first = b0 + (is_id ? (p - 8) * 2 : (p % 4) * 4), per = is_id ? 2 : 4;
-        void* to = is_id   ? static_cast<void*>(&m.id[at + (p - 8) * 2])
-                   : p < 4 ? static_cast<void*>(&m.norm[at + p * 4])
-                           : static_cast<void*>(&m.bias[at + (p - 4) * 4]);
-        const void* from = is_id   ? static_cast<const void*>(s.ids + first)
-                           : p < 4 ? static_cast<const void*>(s.norms + first)
-                                   : static_cast<const void*>(s.biases + first);
-        const bool wanted = p < 4 || is_id || s.apply_bias;
-        if (wanted) {
-          if (first + per <= n_rows) {
-            cp_async16(to, from, true);
-          } else if (is_id) {
-            for (uint32_t e = 0; e < per; ++e)
-              static_cast<unsigned long long*>(to)[e] = first + e < n_rows ? s.ids[first + e] : ~0ull;
-          } else {
-            for (uint32_t e = 0; e < per; ++e)
-              static_cast<float*>(to)[e] = first + e < n_rows ? static_cast<const float*>(from)[e] : 0.0f;
-          }
-        }
+      for (int j = 0; j < kMmaPieces; ++j) {
+        const uint32_t p = j * 32 + lane, rr = p / (4 * KC), piece = p % (4 * KC);
+        const uint32_t row = first_row(group, static_cast<int>(rr / 16)) + rr % 16;
+        const uint32_t ch = c0 + piece / 4;
+        const uint64_t d = static_cast<uint64_t>(ch) * CD + PE * (piece % 4);
+        const bool ok = ch < nch && d < ld && row < n_rows;
+        cp_async16(st + to0 + 32 * j, ok ? base + row * row_bytes + d * EB : base, ok);
       }
+    }
+    if (c0 == 0 && meta_mine) {
+      unsigned char* to = meta_ring + (group % S) * sizeof(MmaMeta);
+      const uint32_t first = next_first + meta_row;
+      if (first + meta_per <= n_rows) {
+        const void* from = meta_id      ? static_cast<const void*>(s.ids + first)
+                           : meta_p < 4 ? static_cast<const void*>(s.norms + first)
+                                        : static_cast<const void*>(s.biases + first);
+        cp_async16(to, from);
+      } else if (meta_id) {
+        for (uint32_t e = 0; e < meta_per; ++e)
+          reinterpret_cast<unsigned long long*>(to)[e] = first + e < n_rows ? s.ids[first + e] : ~0ull;
+      } else {
+        const float* from = meta_p < 4 ? s.norms : s.biases;
+        for (uint32_t e = 0; e < meta_per; ++e)
+          reinterpret_cast<float*>(to)[e] = first + e < n_rows ? from[first + e] : 0.0f;
+      }
+    }
+    if (c0 + KC >= spt * KC) {  // the group's last step: on to the next group
+      next_first += group_rows;
     }
   };
 
@@ -418,13 +430,13 @@ __global__ void __launch_bounds__(kMmaThreads, mma_min_blocks<QB, List>())
 #pragma unroll
     for (int j = 0; j < 4; ++j) c[r][j] = 0.0f;
   for (uint32_t i = 0; i < S - 1; ++i) {
-    if (i < total) issue(i), issue_meta(i);
+    if (i < total) issue(i);
     cp_async_commit();
   }
   for (uint32_t i = 0; i < total; ++i) {
     cp_async_wait<S - 2>();
     __syncwarp();  // other lanes' metadata copies are visible, and the stage i - 1 read
-    if (i + S - 1 < total) issue(i + S - 1), issue_meta(i + S - 1);
+    if (i + S - 1 < total) issue(i + S - 1);
     cp_async_commit();
     const uint32_t group = i / spt, c0 = (i % spt) * KC;
     const bool last = i % spt == spt - 1;
