@@ -201,7 +201,6 @@ _TEXT_SET = frozenset(_TEXT_KEYS[:-1])
 _REL_KEYS = ("node_id", "node_type", "metadata", "hash", "class_name")
 _REL_SET = frozenset(_REL_KEYS[:-1])
 _RELATIONS = {r.value: r for r in NodeRelationship}
-_new, _setattr = c._new, c._setattr
 
 
 def _related(d: Any) -> Optional[RelatedNodeInfo]:
@@ -247,18 +246,11 @@ def _text_node(d: Any) -> Optional[TextNode]:
             if one is None:
                 return None
             relations[kind] = one
-    # c.constructed's steps in this frame: after the scan of a large store
-    # each further function's code is more misses a node.
-    node = _new(TextNode)
-    _setattr(node, "__dict__", {
+    return c.constructed(TextNode, {
         "id_": id_, "embedding": None, "metadata": meta, "excluded_embed_metadata_keys": ex_embed,
         "excluded_llm_metadata_keys": ex_llm, "relationships": relations,
         "metadata_template": m_tmpl, "metadata_separator": m_sep, "text": text, "mimetype": mime,
-        "start_char_idx": start, "end_char_idx": end, "text_template": t_tmpl})
-    _setattr(node, "__pydantic_fields_set__", set(_TEXT_SET))
-    _setattr(node, "__pydantic_extra__", None)
-    _setattr(node, "__pydantic_private__", None)
-    return node
+        "start_char_idx": start, "end_char_idx": end, "text_template": t_tmpl}, _TEXT_SET)
 
 
 def _same_model(a: Any, b: Any) -> bool:
@@ -343,20 +335,13 @@ _FAST_PAYLOADS = _fast_payloads_agree()
 
 # The end of a TextNode's payload: the class name rfind finds below.
 _TEXT_END = _CLASS_MARK + b'TextNode"}'
-_scan = c._scan
 
 
 def _load_node(payload: bytes) -> BaseNode:
     # A TextNode's payload told by its last bytes (a search of the payload
-    # for the class name, several us after a large scan, for the others),
-    # its JSON parsed as c.loads parses it, in this frame.
+    # for the class name, several us after a large scan, for the others).
     if _FAST_NODES and payload.endswith(_TEXT_END):
-        text = payload.decode("utf-8")
-        try:
-            d, at = _scan(text, 0)
-        except StopIteration:
-            at = -1
-        node = _text_node(d if at == len(text) else c.loads(payload))
+        node = _text_node(c.loads(payload))
         return node if node is not None else TextNode.model_validate_json(payload)
     # The class name found in the bytes, and the JSON parsed from them (no
     # str of the whole payload made first).
