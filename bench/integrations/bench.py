@@ -305,26 +305,30 @@ class Contender:
 
     def _pairs(self, i: int, query: np.ndarray, k: int, sweep: Callable[[], Any]) -> None:
         assert self.timer is not None
+        orig = self.timer.orig
+
+        def adapter(into: List[float]) -> None:
+            t = time.perf_counter()
+            self.call(i)
+            into.append(time.perf_counter() - t)
+
+        def direct(into: List[float]) -> None:
+            t = time.perf_counter()
+            orig(query, k, where=self.where)
+            into.append(time.perf_counter() - t)
+
         sweep()
-        t = time.perf_counter()
-        self.call(i)
-        self.cold_total.append(time.perf_counter() - t)
+        adapter(self.cold_total)
         sweep()
-        t = time.perf_counter()
-        self.timer.orig(query, k, where=self.where)
-        self.cold_direct.append(time.perf_counter() - t)
+        direct(self.cold_direct)
         self.call(i)  # the adapter's own code and objects warm too
+        # Which of the warm pair goes first, in turn.
         if i % 2:
-            t = time.perf_counter()
-            self.timer.orig(query, k, where=self.where)
-            self.warm_direct.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        self.call(i)
-        self.warm_total.append(time.perf_counter() - t)
-        if not i % 2:
-            t = time.perf_counter()
-            self.timer.orig(query, k, where=self.where)
-            self.warm_direct.append(time.perf_counter() - t)
+            direct(self.warm_direct)
+            adapter(self.warm_total)
+        else:
+            adapter(self.warm_total)
+            direct(self.warm_direct)
 
     def record(self, label: str) -> Dict[str, Any]:
         out: Dict[str, Any] = {"adapter": self.name, "filter": label, "calls": len(self.total),
