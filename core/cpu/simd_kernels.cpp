@@ -360,20 +360,17 @@ void Widen(const void* in, DType t, uint64_t n, float* out) {
   }
 }
 
-// Sum of x - c (or of (x - c)^2 when kSq) over a f32 row, four accumulators.
-template <bool kSq>
-HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
+// Sum of x - c (or of (x - c)^2 when kSq) over a f32 row, four accumulators;
+// with kShift the terms are (x - s) - c.
+template <bool kSq, bool kShift = false>
+HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c, float s = 0.0f) {
   const size_t N = hn::Lanes(df);
-  const VF vc = hn::Set(df, c);
-  VF s[4];
-  for (size_t k = 0; k < 4; ++k) s[k] = hn::Zero(df);
+  const VF vc = hn::Set(df, c), vs = hn::Set(df, s);
+  VF acc[4];
+  for (size_t k = 0; k < 4; ++k) acc[k] = hn::Zero(df);
   auto step = [&](size_t k, VF v) {
-    if (kSq) {
-      const VF d = hn::Sub(v, vc);
-      s[k] = hn::MulAdd(d, d, s[k]);
-    } else {
-      s[k] = hn::Add(s[k], hn::Sub(v, vc));
-    }
+    const VF d = hn::Sub(kShift ? hn::Sub(v, vs) : v, vc);
+    acc[k] = kSq ? hn::MulAdd(d, d, acc[k]) : hn::Add(acc[k], d);
   };
   size_t i = 0;
   for (; i + 4 * N <= dim; i += 4 * N)
@@ -381,8 +378,11 @@ HWY_INLINE float row_sum(DF df, const float* x, size_t dim, float c) {
   size_t k = 0;
   for (; i + N <= dim; i += N, ++k) step(k, hn::LoadU(df, x + i));
   float tail = 0.0f;
-  for (; i < dim; ++i) tail += kSq ? (x[i] - c) * (x[i] - c) : x[i] - c;
-  return sum4(df, s[0], s[1], s[2], s[3]) + tail;
+  for (; i < dim; ++i) {
+    const float d = (kShift ? x[i] - s : x[i]) - c;
+    tail += kSq ? d * d : d;
+  }
+  return sum4(df, acc[0], acc[1], acc[2], acc[3]) + tail;
 }
 
 // Writes out[0..dim): vf(i) gives lanes i..i+N, sf(i) one element. With
@@ -422,27 +422,30 @@ bool NormalizeF32(const float* in, float* out, uint64_t dim, bool stream) {
 bool LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma, const float* beta, float eps,
                   bool stream) {
   const DF df;
-  // Shifted by the first element: a constant row gets its mean exactly
-  // (and so variance 0 and the output beta).
-  const float mean = in[0] + row_sum<false>(df, in, dim, in[0]) / static_cast<float>(dim);
+  // Centred about the first element s: x - s is exact for elements within a
+  // factor 2 of s, so the centred values lose nothing to the size of the
+  // mean, only to the row's spread (a row of 1000 + 1e-3 u keeps its
+  // variance). A constant row centres to exact zeros: variance 0, output beta.
+  const float s = in[0];
+  const float ms = row_sum<false, true>(df, in, dim, 0.0f, s) / static_cast<float>(dim);  // mean - s
   // Centred second pass: no cancellation between E[x^2] and mean^2.
-  const float sq = row_sum<true>(df, in, dim, mean);
+  const float sq = row_sum<true, true>(df, in, dim, ms, s);
   // Statistics out of f32 range (see NormalizeF32): the f64 path.
-  if (!std::isfinite(mean) || !(sq >= kMinSafeSquares && sq <= std::numeric_limits<float>::max())) return false;
+  if (!std::isfinite(ms) || !(sq >= kMinSafeSquares && sq <= std::numeric_limits<float>::max())) return false;
   const float var = sq / static_cast<float>(dim);
   const float denom = var + eps;
   const float rstd = denom > 0.0f ? 1.0f / std::sqrt(denom) : 0.0f;
-  const VF vm = hn::Set(df, mean), vr = hn::Set(df, rstd);
+  const VF vs = hn::Set(df, s), vm = hn::Set(df, ms), vr = hn::Set(df, rstd);
   write_row(
       df, out, dim, stream,
       [&](size_t i) {
-        VF z = hn::Mul(hn::Sub(hn::LoadU(df, in + i), vm), vr);
+        VF z = hn::Mul(hn::Sub(hn::Sub(hn::LoadU(df, in + i), vs), vm), vr);
         if (gamma) z = hn::Mul(z, hn::LoadU(df, gamma + i));
         if (beta) z = hn::Add(z, hn::LoadU(df, beta + i));
         return z;
       },
       [&](size_t i) {
-        float z = (in[i] - mean) * rstd;
+        float z = ((in[i] - s) - ms) * rstd;
         if (gamma) z *= gamma[i];
         if (beta) z += beta[i];
         return z;

@@ -104,12 +104,31 @@ __global__ void __launch_bounds__(kBlock) rows_warp_kernel(RowsRef r) {
   RowScale s;
   float ss = 0.0f;  // sum of squares about the mean
   if constexpr (kLN) {
+    // Centred about the row's first element: x - shift is exact for elements
+    // within a factor 2 of it, so the centred row loses nothing to the size
+    // of its mean, only to its spread (a mean rounded to f32 would).
+    const float shift = __shfl_sync(0xffffffffu, x[0][0], 0);
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < NV; ++i)
 #pragma unroll
-      for (int e = 0; e < E; ++e) sum += x[i][e];
+      for (int e = 0; e < E; ++e)
+        if (lane + 32 * i < nvec) sum += x[i][e] - shift;
     sum = warp_sum(sum);
+    if (isfinite(sum)) {
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (lane + 32 * i < nvec) x[i][e] -= shift;
+    } else {  // a difference or the sum overflowed: the values as they are
+      sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int e = 0; e < E; ++e) sum += x[i][e];
+      sum = warp_sum(sum);
+    }
     if (isfinite(sum)) {
       s.mean = sum / n;
     } else {  // the sum overflowed: average the scaled values instead
@@ -218,39 +237,49 @@ __global__ void __launch_bounds__(kBlock) rows_block_kernel(RowsRef r) {
   T* out = static_cast<T*>(r.out) + row * r.dim;
   const float n = static_cast<float>(r.dim);
   RowScale s;
+  // Layer norm centres about the row's first element, as the warp kernel
+  // does (read by every thread before the first barrier, so in place is safe).
+  float shift = kLN ? to_f32<T>(in[0]) : 0.0f;
+  auto val = [&](uint64_t d) { return to_f32<T>(in[d]) - shift; };
   if constexpr (kLN) {
     float sum = 0.0f;
-    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) sum += to_f32<T>(in[d]);
+    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) sum += val(d);
     sum = block_reduce<false>(sum, scratch);
+    if (!isfinite(sum)) {  // a difference or the sum overflowed: no shift
+      shift = 0.0f;
+      sum = 0.0f;
+      for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) sum += val(d);
+      sum = block_reduce<false>(sum, scratch);
+    }
     if (isfinite(sum)) {
       s.mean = sum / n;
     } else {
       float m = 0.0f;
-      for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) m += to_f32<T>(in[d]) / n;
+      for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) m += val(d) / n;
       s.mean = block_reduce<false>(m, scratch);
     }
     float res = 0.0f;  // the refinement step of the warp kernel
-    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) res += to_f32<T>(in[d]) - s.mean;
+    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) res += val(d) - s.mean;
     const float corr = block_reduce<false>(res, scratch) / n;
     if (isfinite(corr)) s.mean += corr;
   }
   float ss = 0.0f;
   for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) {
-    const float c = to_f32<T>(in[d]) - s.mean;
+    const float c = val(d) - s.mean;
     ss = fmaf(c, c, ss);
   }
   ss = block_reduce<false>(ss, scratch);
   const float extra = kLN ? r.eps : 0.0f;
   if (outside_d(ss)) {
     float m = 0.0f;
-    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) m = fmaxf(m, fabsf(to_f32<T>(in[d]) - s.mean));
+    for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) m = fmaxf(m, fabsf(val(d) - s.mean));
     m = block_reduce<true>(m, scratch);
     if (m == 0.0f) {
       s.rstd = extra > 0.0f ? 1.0f / sqrtf(extra) : 0.0f;
     } else {
       float q = 0.0f;
       for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) {
-        const float c = (to_f32<T>(in[d]) - s.mean) / m;
+        const float c = (val(d) - s.mean) / m;
         q = fmaf(c, c, q);
       }
       q = block_reduce<false>(q, scratch);
@@ -263,7 +292,7 @@ __global__ void __launch_bounds__(kBlock) rows_block_kernel(RowsRef r) {
   }
   // Every element is read by the thread that writes it: in place is safe.
   for (uint64_t d = threadIdx.x; d < r.dim; d += blockDim.x) {
-    const float c = (to_f32<T>(in[d]) - s.mean) * s.inv_m * s.rstd;
+    const float c = (val(d) - s.mean) * s.inv_m * s.rstd;
     if constexpr (kLN) {
       const float g = r.gamma ? r.gamma[d] : 1.0f, b = r.beta ? r.beta[d] : 0.0f;
       out[d] = from_f32<T>(fmaf(c, g, b));
