@@ -71,56 +71,10 @@ HWY_INLINE float sum4(DF df, VF a0, VF a1, VF a2, VF a3) {
   return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
 }
 
-// Scores of M queries against one row; element i goes to accumulator
-// (i / lanes) % 4 whatever M is, so a query's score does not depend on the
-// others it is batched with.
-// pf > 0: each step also asks for the cache lines pf bytes past the ones it
-// reads (past the row's end into the next rows, which follow it).
-template <class L, size_t M, bool kL2>
-HWY_INLINE void score_one_row(DF df, const float* const* q, const typename L::T* x, size_t dim, float* out,
-                              size_t pf = 0) {
-  const size_t N = hn::Lanes(df);
-  VF acc[M][4];
-  for (size_t j = 0; j < M; ++j)
-    for (size_t a = 0; a < 4; ++a) acc[j][a] = hn::Zero(df);
-  auto step = [&](size_t a, VF xv, auto qload) {
-    for (size_t j = 0; j < M; ++j) {
-      const VF qv = qload(j);
-      if (kL2) {
-        const VF d = hn::Sub(qv, xv);
-        acc[j][a] = hn::MulAdd(d, d, acc[j][a]);
-      } else {
-        acc[j][a] = hn::MulAdd(qv, xv, acc[j][a]);
-      }
-    }
-  };
-  size_t i = 0;
-  for (; i + 4 * N <= dim; i += 4 * N) {
-    if (pf) {
-      const auto* p = reinterpret_cast<const unsigned char*>(x + i) + pf;
-      for (size_t b = 0; b < 4 * N * sizeof(typename L::T); b += 64) hwy::Prefetch(p + b);
-    }
-    for (size_t a = 0; a < 4; ++a) {
-      const size_t o = i + a * N;
-      step(a, L::load(df, x + o), [&](size_t j) { return hn::LoadU(df, q[j] + o); });
-    }
-  }
-  size_t a = 0;
-  for (; i + N <= dim; i += N, ++a) {
-    if (pf) hwy::Prefetch(reinterpret_cast<const unsigned char*>(x + i) + pf);
-    step(a, L::load(df, x + i), [&](size_t j) { return hn::LoadU(df, q[j] + i); });
-  }
-  if (i < dim) {
-    if (pf) hwy::Prefetch(reinterpret_cast<const unsigned char*>(x + i) + pf);
-    const size_t rem = dim - i;
-    step(a, load_tail<L>(df, x + i, rem), [&](size_t j) { return load_q_tail(df, q[j] + i, rem); });
-  }
-  for (size_t j = 0; j < M; ++j) out[j] = sum4(df, acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
-}
-
-// How far ahead of its reads score_rows_t asks for rows (bytes), and
-// whether it asks row by row instead (MNEMO_CPU_PF_AHEAD, MNEMO_CPU_PF_ROWS=1:
-// for measuring).
+// How far ahead of its reads score_rows_t asks for rows (bytes), whether
+// it asks row by row instead, and the hint of a stream's asks
+// (MNEMO_CPU_PF_AHEAD, MNEMO_CPU_PF_ROWS=1, MNEMO_CPU_PF_HINT with the codes
+// of prefetch_hint: for measuring).
 inline size_t env_size(const char* name, size_t fallback) {
   const char* e = std::getenv(name);
   return e && std::atoll(e) >= 0 ? static_cast<size_t>(std::atoll(e)) : fallback;
@@ -153,6 +107,12 @@ inline int gather_hint() {
   static const int v = static_cast<int>(env_size("MNEMO_CPU_GATHER_HINT", 2));
   return v;
 }
+// Prefetch hints: 0 T0, 1 T1, 2 T2, 3 NTA, kNoAsk none.
+constexpr int kNoAsk = 4;
+inline int stream_hint() {
+  static const int v = static_cast<int>(env_size("MNEMO_CPU_PF_HINT", kNoAsk));
+  return v;
+}
 inline void prefetch_hint(const unsigned char* p, int hint) {
   switch (hint) {
     case 0: __builtin_prefetch(p, 0, 3); break;
@@ -163,6 +123,54 @@ inline void prefetch_hint(const unsigned char* p, int hint) {
   }
 }
 
+// Scores of M queries against one row; element i goes to accumulator
+// (i / lanes) % 4 whatever M is, so a query's score does not depend on the
+// others it is batched with.
+// pf > 0: each step also asks (with `hint`) for the cache lines pf bytes
+// past the ones it reads (past the row's end into the next rows, which
+// follow it).
+template <class L, size_t M, bool kL2>
+HWY_INLINE void score_one_row(DF df, const float* const* q, const typename L::T* x, size_t dim, float* out,
+                              size_t pf = 0, int hint = 0) {
+  const size_t N = hn::Lanes(df);
+  VF acc[M][4];
+  for (size_t j = 0; j < M; ++j)
+    for (size_t a = 0; a < 4; ++a) acc[j][a] = hn::Zero(df);
+  auto step = [&](size_t a, VF xv, auto qload) {
+    for (size_t j = 0; j < M; ++j) {
+      const VF qv = qload(j);
+      if (kL2) {
+        const VF d = hn::Sub(qv, xv);
+        acc[j][a] = hn::MulAdd(d, d, acc[j][a]);
+      } else {
+        acc[j][a] = hn::MulAdd(qv, xv, acc[j][a]);
+      }
+    }
+  };
+  size_t i = 0;
+  for (; i + 4 * N <= dim; i += 4 * N) {
+    if (pf) {
+      const auto* p = reinterpret_cast<const unsigned char*>(x + i) + pf;
+      for (size_t b = 0; b < 4 * N * sizeof(typename L::T); b += 64) prefetch_hint(p + b, hint);
+    }
+    for (size_t a = 0; a < 4; ++a) {
+      const size_t o = i + a * N;
+      step(a, L::load(df, x + o), [&](size_t j) { return hn::LoadU(df, q[j] + o); });
+    }
+  }
+  size_t a = 0;
+  for (; i + N <= dim; i += N, ++a) {
+    if (pf) prefetch_hint(reinterpret_cast<const unsigned char*>(x + i) + pf, hint);
+    step(a, L::load(df, x + i), [&](size_t j) { return hn::LoadU(df, q[j] + i); });
+  }
+  if (i < dim) {
+    if (pf) prefetch_hint(reinterpret_cast<const unsigned char*>(x + i) + pf, hint);
+    const size_t rem = dim - i;
+    step(a, load_tail<L>(df, x + i, rem), [&](size_t j) { return load_q_tail(df, q[j] + i, rem); });
+  }
+  for (size_t j = 0; j < M; ++j) out[j] = sum4(df, acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+}
+
 template <class L, size_t M, bool kL2>
 void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n, size_t ld, float* out,
                   const uint32_t* slots = nullptr, size_t listed = 0) {
@@ -170,26 +178,29 @@ void score_rows_t(const float* const* q, const void* rows, size_t dim, size_t n,
   const auto* x = static_cast<const typename L::T*>(rows);
   auto at = [&](size_t r) { return x + (slots ? slots[r] : r) * dim; };
   float s[M];
-  // The hardware prefetcher stops at 4 KiB pages: ask for the rows about
-  // 2 KiB ahead so the stream does not stall at each page boundary. As a
-  // row is read, each step asks for the lines that far past the ones it
-  // reads (rows follow each other); rows narrower than a vector ask for a
-  // whole row that far ahead before each row, and a lone row (a gather)
-  // for nothing past it. Measured on the 2-core machine, one query over
-  // 256 MB of f32 rows, k = 10: 128 wide 9.55 -> 8.88 ms, 384 wide 9.81 ->
-  // 8.85, 768 10.13 -> 8.60, 3072 11.17 -> 8.78 (the read floor 8.8-9.0 ms)
-  // against whole rows asked for at once.
+  // Consecutive rows at least a vector wide are a stream, and by default
+  // nothing asks for them ahead of the reads: the hardware prefetcher alone
+  // was the fastest. On the 2-core machine, one query, the settings in turn
+  // in one process (40 cells, 17-3072 x f32/f16/bf16, 64 MB-1 GB): no asks
+  // took 0.78-1.09x the time of asking for the lines 2 KiB past each step's
+  // reads (prefetcht0, the earlier default; 768 x f16 over 256 MB 7.69
+  // against 9.49 ms; the one cell above 1.02x measured 0.98x again), and
+  // asks into L2 (prefetcht2) 0.72-1.32x, slower on rows of 64-200. Rows
+  // narrower than a vector ask for a whole row ahead before each row; a
+  // gather asks for its rows ahead with its own hint; a lone row asks for
+  // nothing past it.
   const size_t row_bytes = dim * sizeof(typename L::T);
-  const size_t pf = !slots && n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows() ? prefetch_ahead() : 0;
+  const bool stream = !slots && n > 1 && dim >= hn::Lanes(df) && !prefetch_by_rows();
+  const int hint = slots ? gather_hint() : stream ? stream_hint() : 0;
+  const size_t pf = stream && hint != kNoAsk ? prefetch_ahead() : 0;
   const size_t ahead = slots ? gather_ahead() : row_bytes >= 2048 ? 1 : (2048 + row_bytes - 1) / row_bytes;
   const size_t known = slots ? listed : n;
-  const int hint = slots ? gather_hint() : 0;
   for (size_t r = 0; r < n; ++r) {
-    if (!pf && r + ahead < known) {
+    if (!stream && r + ahead < known) {
       const auto* p = reinterpret_cast<const unsigned char*>(at(r + ahead));
       for (size_t o = 0; o < row_bytes; o += 64) prefetch_hint(p + o, hint);
     }
-    score_one_row<L, M, kL2>(df, q, at(r), dim, s, pf);
+    score_one_row<L, M, kL2>(df, q, at(r), dim, s, pf, hint);
     for (size_t j = 0; j < M; ++j) out[j * ld + r] = s[j];
   }
 }
