@@ -72,8 +72,9 @@ __device__ float block_reduce(float v, float* scratch) {
 __device__ __forceinline__ bool outside_d(float ss) { return !(ss >= kTiny && ss <= FLT_MAX); }
 
 // The scale and shift a row's elements get: out = fma(c * rstd, g, b) with
-// c = x - mean (mean = 0 for L2-normalisation), or (c / m) * rstd when the
-// row was rescaled by m.
+// c = x - mean (for layer norm x and mean centred on the row's first
+// element; mean = 0 for L2-normalisation), or (c / m) * rstd when the row
+// was rescaled by m.
 struct RowScale {
   float mean = 0.0f, inv_m = 1.0f, rstd = 0.0f;
 };
