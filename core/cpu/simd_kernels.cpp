@@ -438,7 +438,7 @@ bool LayerNormF32(const float* in, float* out, uint64_t dim, const float* gamma,
   // mean, only to the row's spread (a row of 1000 + 1e-3 u keeps its
   // variance). A constant row centres to exact zeros: variance 0, output beta.
   const float s = in[0];
-  const float ms = row_sum<false, true>(df, in, dim, 0.0f, s) / static_cast<float>(dim);  // mean - s
+  const float ms = row_sum<false>(df, in, dim, s) / static_cast<float>(dim);  // mean - s
   // Centred second pass: no cancellation between E[x^2] and mean^2.
   const float sq = row_sum<true, true>(df, in, dim, ms, s);
   // Statistics out of f32 range (see NormalizeF32): the f64 path.
